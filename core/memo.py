@@ -1,0 +1,59 @@
+"""Per-prefix memo of model predictions, so changing thresholds re-routes instead of re-computing.
+
+A prediction (next-token logits) depends only on the model, its route and the exact token prefix,
+never on thresholds. Replaying a run under new thresholds therefore only runs the model for
+prefixes it has never seen. Entries are exact fp32 copies, so a replay decides exactly as a real
+run would. Bounded by bytes, least recently used out first; shared by all users of a model bundle.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+import torch
+
+from core.limits import MEMO_BYTES
+
+
+class PredictionMemo:
+    """LRU map from (scorer key, prefix) to next-token logits."""
+
+    def __init__(self, max_bytes: int = MEMO_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[tuple, torch.Tensor] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: str, prefix: tuple[int, ...]) -> torch.Tensor | None:
+        with self._lock:
+            found = self._entries.get((key, prefix))
+            if found is None:
+                self.misses += 1
+                return None
+            self._entries.move_to_end((key, prefix))
+            self.hits += 1
+            return found
+
+    def put(self, key: str, prefix: tuple[int, ...], logits: torch.Tensor) -> None:
+        entry = logits.detach().to("cpu", torch.float32).clone()
+        size = entry.numel() * entry.element_size()
+        with self._lock:
+            old = self._entries.pop((key, prefix), None)
+            if old is not None:
+                self._bytes -= old.numel() * old.element_size()
+            self._entries[(key, prefix)] = entry
+            self._bytes += size
+            while self._bytes > self.max_bytes and self._entries:
+                _, dropped = self._entries.popitem(last=False)
+                self._bytes -= dropped.numel() * dropped.element_size()
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)

@@ -1,0 +1,72 @@
+"""Metric definitions, in one place. Every number the CLI, the app and the benchmark show comes from here.
+
+Definitions (a "round" is one draft-and-verify cycle; plain decoding has one token per round):
+* drafted           draft tokens proposed, summed over rounds.
+* accepted          draft tokens kept in the output (by any tier).
+* rejection_rate    (drafted - accepted) / drafted: a draft token is rejected when it does not
+                    end up in the output, i.e. the refused one and the ones discarded after it.
+                    It is 1 - vLLM's "draft acceptance rate".
+* mean_accepted_length  accepted / rounds: kept draft tokens per round, NOT counting the
+                    regenerated, corrected or bonus token.
+* tokens_per_round  generated / rounds: counts those tokens; equals vLLM's "mean acceptance
+                    length" (1 + accepted / drafts) when every round ends with one verifier token.
+* full_calls_per_token  full-verifier forward calls / generated tokens (plain decoding: 1.0).
+* modelled_cost     sum of call costs in full-verifier passes (core.cost); plain = 1 per token.
+* modelled_speedup  generated / modelled_cost: the accelerator model's speed-up over plain.
+* tokens_per_s      generated / measured wall seconds; only meaningful when no prediction came
+                    from the memo (`timing_complete`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from core.tiers import Outcome
+from core.trace import Trace
+
+
+def summarize(trace: Trace) -> dict[str, float | int | bool | str]:
+    """Run-level metrics of a trace, as a flat dict (see the module docstring for definitions)."""
+    n = len(trace.tokens)
+    rounds = len(trace.rounds)
+    drafted = sum(r.drafted for r in trace.rounds)
+    accepted = sum(r.accepted for r in trace.rounds)
+    calls = [c for r in trace.rounds for c in r.calls]
+    cost = sum(c.cost_units for c in calls)
+    outcomes = Counter(t.outcome for t in trace.tokens)
+    out: dict[str, float | int | bool | str] = {
+        "tokens": n,
+        "rounds": rounds,
+        "drafted": drafted,
+        "accepted": accepted,
+        "rejection_rate": (drafted - accepted) / drafted if drafted else 0.0,
+        "mean_accepted_length": accepted / rounds if rounds else 0.0,
+        "tokens_per_round": n / rounds if rounds else 0.0,
+        "modelled_cost": cost,
+        "modelled_speedup": n / cost if cost else 0.0,
+        "wall_s": trace.wall_s,
+        "tokens_per_s": n / trace.wall_s if trace.wall_s > 0 else 0.0,
+        "timing_complete": not any(c.from_memo for c in calls),
+        "stop_reason": trace.stop_reason,
+    }
+    for role in ("drafter", "slim", "full"):
+        mine = [c for c in calls if c.role == role]
+        out[f"{role}_calls"] = len(mine)
+        out[f"{role}_calls_per_token"] = len(mine) / n if n else 0.0
+        out[f"{role}_layer_evals"] = sum(c.layers for c in mine)
+        out[f"{role}_token_layer_evals"] = sum(c.layers * c.tokens_processed for c in mine)
+        out[f"{role}_wall_s"] = sum(c.wall_s for c in mine)
+    out["full_calls_per_token"] = out.pop("full_calls_per_token")
+    for outcome in Outcome:
+        out[f"share_{outcome.value}"] = outcomes.get(outcome.value, 0) / n if n else 0.0
+    if trace.fidelity is not None:
+        f = trace.fidelity
+        out.update(identical_to_full=f.identical, common_prefix=f.common_prefix,
+                   full_agreement=f.full_agreement, full_nll=f.full_nll)
+    return out
+
+
+def speedup(trace: Trace, baseline: Trace) -> float:
+    """Measured wall-clock speed-up of `trace` over `baseline` (tokens/s ratio, same run)."""
+    mine, base = summarize(trace)["tokens_per_s"], summarize(baseline)["tokens_per_s"]
+    return mine / base if base else 0.0

@@ -1,0 +1,63 @@
+"""Greedy layer-subset search: drop, one at a time, the layer whose removal hurts agreement least.
+
+Agreement = teacher-forced top-1 agreement of the routed model with the full model on the full
+model's own greedy answers to a few example prompts. This is how the embedded model's named
+routes in core.routing were found:  python -m core.route_search --skip 10 --prompts 6
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+
+from core.config import DecodeConfig
+from core.engine import encode_prompt, generate
+from core.models import EMBEDDED_ID, load_bundle
+from core.routing import LayerRoute, routed
+
+
+@torch.inference_mode()
+def agreement(model: torch.nn.Module, batches: list[tuple[torch.Tensor, torch.Tensor]], layers: set[int],
+              num_layers: int) -> float:
+    route = LayerRoute(tuple(sorted(layers)), num_layers, "search")
+    hits = total = 0
+    for ids, targets in batches:
+        with routed(route):
+            logits = model(input_ids=ids).logits[0]
+        hits += int((logits.argmax(-1) == targets).sum())
+        total += targets.numel()
+    return hits / total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--model", default=EMBEDDED_ID)
+    parser.add_argument("--skip", type=int, default=10, help="layers to drop in total")
+    parser.add_argument("--prompts", type=int, default=6)
+    parser.add_argument("--tokens", type=int, default=48)
+    args = parser.parse_args()
+    from examples import load_prompts
+
+    bundle = load_bundle(args.model)
+    model, tok = bundle.verifier.model, bundle.verifier.tokenizer
+    batches = []
+    for prompt in load_prompts()[: args.prompts]:
+        trace = generate(bundle, prompt.text, DecodeConfig(mode="plain", max_new_tokens=args.tokens))
+        prompt_ids = encode_prompt(tok, prompt.text)
+        ids = torch.tensor([prompt_ids + trace.token_ids])
+        full_logits = model(input_ids=ids).logits[0]
+        batches.append((ids, full_logits.argmax(-1)[len(prompt_ids) - 1:]))
+        batches[-1] = (ids, full_logits.argmax(-1))
+    n = bundle.verifier.num_layers
+    kept = set(range(n))
+    for step in range(args.skip):
+        scores = {i: agreement(model, batches, kept - {i}, n) for i in sorted(kept) if i != 0}
+        best = max(scores, key=scores.get)
+        kept.discard(best)
+        print(f"step {step + 1}: drop layer {best:2d} -> agreement {scores[best]:.3f}; "
+              f"skipped so far {sorted(set(range(n)) - kept)}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

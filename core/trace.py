@@ -1,0 +1,123 @@
+"""The one trace format every mode writes: per token, per round, per run. Converts to pandas and JSON."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pandas as pd
+
+
+@dataclass
+class TokenRecord:
+    """One generated token and how it was resolved."""
+
+    position: int  # index among generated tokens, from 0
+    token_id: int
+    text: str
+    round: int
+    tier: int  # 1 direct accept, 2 slim verifier, 3 full verifier
+    outcome: str  # a core.tiers.Outcome value
+    draft_confidence: float | None = None
+    slim_confidence: float | None = None
+    full_confidence: float | None = None
+
+
+@dataclass
+class CallRecord:
+    """One logical forward call of one model (role: drafter, slim or full)."""
+
+    role: str
+    tokens_processed: int
+    layers: int
+    cost_units: float  # modelled accelerator cost, in full-verifier passes (core.cost)
+    wall_s: float  # measured; 0 when the prediction came from the memo
+    from_memo: bool
+
+
+@dataclass
+class RoundRecord:
+    """One draft-and-verify round."""
+
+    index: int
+    draft_tokens: list[int]
+    accepted: int  # draft tokens kept
+    emitted: int  # tokens appended this round (kept drafts + a regenerated, corrected or bonus token)
+    calls: list[CallRecord] = field(default_factory=list)
+    wall_s: float = 0.0
+
+    @property
+    def drafted(self) -> int:
+        return len(self.draft_tokens)
+
+    @property
+    def models_run(self) -> list[str]:
+        return sorted({c.role for c in self.calls})
+
+
+@dataclass
+class Fidelity:
+    """How close the output is to what the full model itself would say."""
+
+    reference_tokens: int  # length of the full model's own greedy continuation
+    common_prefix: int  # tokens identical to it, from the start
+    identical: bool
+    full_agreement: float  # share of output tokens that are the full model's argmax given the output so far
+    full_nll: float  # full model's mean negative log-likelihood of the output (nats/token)
+
+
+@dataclass
+class Trace:
+    """Everything one run did. `metrics` (core.metrics) and the app read only this."""
+
+    prompt: str
+    prompt_token_count: int
+    config: dict[str, Any]
+    models: dict[str, Any]
+    tokens: list[TokenRecord] = field(default_factory=list)
+    rounds: list[RoundRecord] = field(default_factory=list)
+    wall_s: float = 0.0
+    stop_reason: str = "running"  # eos | max_new_tokens | cancelled | running
+    replayed: bool = False  # True when predictions were allowed to come from the memo
+    fidelity: Fidelity | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(t.text for t in self.tokens)
+
+    @property
+    def token_ids(self) -> list[int]:
+        return [t.token_id for t in self.tokens]
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row per generated token."""
+        columns = [f for f in TokenRecord.__dataclass_fields__]
+        return pd.DataFrame([asdict(t) for t in self.tokens], columns=columns)
+
+    def rounds_dataframe(self) -> pd.DataFrame:
+        rows = []
+        for r in self.rounds:
+            row = {"round": r.index, "drafted": r.drafted, "accepted": r.accepted, "emitted": r.emitted,
+                   "wall_s": r.wall_s, "models_run": "+".join(r.models_run)}
+            for role in ("drafter", "slim", "full"):
+                mine = [c for c in r.calls if c.role == role]
+                row[f"{role}_calls"] = len(mine)
+                row[f"{role}_cost_units"] = sum(c.cost_units for c in mine)
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Trace":
+        data = json.loads(text)
+        data["tokens"] = [TokenRecord(**t) for t in data["tokens"]]
+        rounds = []
+        for r in data["rounds"]:
+            r["calls"] = [CallRecord(**c) for c in r["calls"]]
+            rounds.append(RoundRecord(**r))
+        data["rounds"] = rounds
+        data["fidelity"] = Fidelity(**data["fidelity"]) if data["fidelity"] else None
+        return cls(**data)
