@@ -2,8 +2,7 @@
 
 from core.config import DecodeConfig
 from core.engine import encode_prompt, generate, iter_generate
-from core.errors import (ConfigError, ModelLoadError, PromptError, RoutingError, TokenizerMismatchError,
-                         ViaSdError)
+from core.errors import ConfigError, ModelLoadError, PromptError, RoutingError, TokenizerMismatchError, ViaSdError
 from core.fidelity import attach_fidelity
 from core.metrics import summarize
 from core.models import EMBEDDED_ID, ModelBundle, load_bundle, load_model

@@ -55,13 +55,13 @@ class DecodeConfig:
             return self.tau_accept, self.tau_slim
         return 1.0, 1.0
 
-    def with_(self, **changes: object) -> "DecodeConfig":
+    def with_(self, **changes: object) -> DecodeConfig:
         return replace(self, **changes)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
-    def validate(self) -> "DecodeConfig":
+    def validate(self) -> DecodeConfig:
         """Raise ConfigError with one clear sentence for the first bad setting."""
         if self.mode not in MODES:
             raise ConfigError(f"mode must be one of {', '.join(MODES)}, not '{self.mode}'")

@@ -34,8 +34,8 @@ from collections.abc import Callable, Iterator
 
 import torch
 
-from core.config import DecodeConfig
 from core.confidence import confidence
+from core.config import DecodeConfig
 from core.cost import CostModel
 from core.drafters import Draft, ModelDrafter, PromptLookupDrafter
 from core.errors import ConfigError, PromptError
@@ -258,9 +258,7 @@ def iter_generate(bundle: ModelBundle, prompt: str, config: DecodeConfig, *, rep
 def generate(bundle: ModelBundle, prompt: str, config: DecodeConfig, *, replay: bool = True,
              fidelity: bool = False) -> Trace:
     """Run one generation to the end and return its trace (optionally with fidelity measured)."""
-    trace = None
-    for trace in iter_generate(bundle, prompt, config, replay=replay):
-        pass
+    *_, trace = iter_generate(bundle, prompt, config, replay=replay)
     if fidelity:
         from core.fidelity import attach_fidelity
 

@@ -79,7 +79,7 @@ class Scorer:
             logits = self._forward(tokens, first, last)
         call.wall_s = watch.seconds
         if self.memo is not None:
-            for prefix, row in zip(wanted, logits):
+            for prefix, row in zip(wanted, logits, strict=True):
                 self.memo.put(self.memo_key, prefix, row)
         return logits, call
 

@@ -42,7 +42,8 @@ def comparison_table(traces: dict[str, Trace]) -> pd.DataFrame:
             "mode": mode,
             "tokens": m["tokens"],
             "tokens/s (measured)": m["tokens_per_s"],
-            "speed-up (measured)": m["tokens_per_s"] / plain["tokens_per_s"] if plain and plain["tokens_per_s"] else None,
+            "speed-up (measured)": (m["tokens_per_s"] / plain["tokens_per_s"]
+                                    if plain and plain["tokens_per_s"] else None),
             "speed-up (modelled accelerator)": m["modelled_speedup"],
             "rejection rate": m["rejection_rate"],
             "mean accepted length": m["mean_accepted_length"],

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from enum import Enum, IntEnum
+from enum import IntEnum, StrEnum
 
 
 class Tier(IntEnum):
@@ -14,7 +14,7 @@ class Tier(IntEnum):
     FULL = 3  # tier 3: the full verifier decided
 
 
-class Outcome(str, Enum):
+class Outcome(StrEnum):
     """What the resolving tier did with the token."""
 
     DIRECT_ACCEPT = "direct-accepted"

@@ -14,7 +14,7 @@ class Stopwatch:
         self.cuda = torch.device(device).type == "cuda"
         self.seconds = 0.0
 
-    def __enter__(self) -> "Stopwatch":
+    def __enter__(self) -> Stopwatch:
         if self.cuda:
             torch.cuda.synchronize()
         self._start = time.perf_counter()

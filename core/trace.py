@@ -111,7 +111,7 @@ class Trace:
         return json.dumps(asdict(self), indent=1)
 
     @classmethod
-    def from_json(cls, text: str) -> "Trace":
+    def from_json(cls, text: str) -> Trace:
         data = json.loads(text)
         data["tokens"] = [TokenRecord(**t) for t in data["tokens"]]
         rounds = []

@@ -1,0 +1,18 @@
+"""Entry point, also for a Hugging Face Space: `python app.py`.
+
+Server name and port come from GRADIO_SERVER_NAME / GRADIO_SERVER_PORT when set (Spaces set them).
+"""
+
+import os
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+from app import session  # noqa: E402  (the env default must be set before gradio is imported)
+from app.ui import build_demo, launch_kwargs  # noqa: E402
+
+demo = build_demo()
+demo.queue(default_concurrency_limit=4)
+
+if __name__ == "__main__":
+    session.warm_up_in_background()
+    demo.launch(**launch_kwargs())

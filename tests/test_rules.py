@@ -1,0 +1,147 @@
+"""Pure parts, no model: tier routing, confidence signals, config validation, metrics, verification rule."""
+
+import math
+
+import pytest
+import torch
+
+from core.confidence import confidence
+from core.config import DecodeConfig
+from core.drafters import PromptLookupDrafter
+from core.errors import ConfigError
+from core.metrics import summarize
+from core.sampling import Sampler, verify
+from core.tiers import Outcome, Tier, assign_tier, fires, outcome_of
+from core.trace import CallRecord, RoundRecord, TokenRecord, Trace
+
+
+def never() -> float:
+    raise AssertionError("the slim verifier must not run here")
+
+
+def test_threshold_one_switches_a_tier_off_and_zero_takes_everything():
+    assert not fires(1.0, 1.0)
+    assert fires(0.0, 0.0)
+    assert fires(0.7, 0.7) and not fires(0.69, 0.7)
+
+
+def test_tier_one_fires_without_running_the_slim_verifier():
+    assert assign_tier(0.95, never, 0.9, 0.5, full_already_ran=False) is Tier.DRAFT
+
+
+def test_slim_is_not_consulted_when_switched_off():
+    assert assign_tier(0.1, never, 0.9, 1.0, full_already_ran=False) is Tier.FULL
+
+
+def test_slim_decides_when_confident_else_full():
+    assert assign_tier(0.1, lambda: 0.8, 0.9, 0.6, full_already_ran=False) is Tier.SLIM
+    assert assign_tier(0.1, lambda: 0.5, 0.9, 0.6, full_already_ran=False) is Tier.FULL
+
+
+def test_a_full_verdict_already_paid_for_decides():
+    assert assign_tier(0.99, never, 0.9, 0.6, full_already_ran=True) is Tier.FULL
+
+
+def test_outcomes_name_tier_and_decision():
+    assert outcome_of(Tier.DRAFT, True) is Outcome.DIRECT_ACCEPT
+    assert outcome_of(Tier.SLIM, False) is Outcome.SLIM_REGENERATE
+    assert outcome_of(Tier.FULL, True) is Outcome.FULL_ACCEPT
+    assert outcome_of(Tier.FULL, False) is Outcome.FULL_CORRECT
+
+
+def test_confidence_signals():
+    probs = torch.tensor([0.7, 0.2, 0.1, 0.0])
+    assert confidence(probs, 1, "prob") == pytest.approx(0.2)
+    assert confidence(probs, 0, "margin") == pytest.approx(0.5)
+    uniform = torch.full((4,), 0.25)
+    assert confidence(uniform, 0, "entropy") == pytest.approx(0.0, abs=1e-6)
+    assert confidence(torch.tensor([1.0, 0, 0, 0]), 0, "entropy") == pytest.approx(1.0)
+    h = -(0.7 * math.log(0.7) + 0.2 * math.log(0.2) + 0.1 * math.log(0.1))
+    assert confidence(probs, 0, "entropy") == pytest.approx(1 - h / math.log(4), rel=1e-5)
+
+
+@pytest.mark.parametrize("changes, words", [
+    ({"tau_accept": 1.5}, "tau_accept must be within [0, 1]"),
+    ({"tau_slim": -0.1}, "tau_slim must be within [0, 1]"),
+    ({"tau_accept": 0.5, "tau_slim": 0.8}, "thresholds out of order"),
+    ({"gamma": 0}, "gamma"),
+    ({"max_new_tokens": 100_000}, "max_new_tokens"),
+    ({"mode": "fast"}, "mode must be one of"),
+    ({"draft_signal": "vibes"}, "draft_signal"),
+    ({"top_p": 0.0}, "top_p"),
+])
+def test_bad_settings_raise_one_clear_config_error(changes, words):
+    with pytest.raises(ConfigError, match=words.replace("[", r"\[").replace("]", r"\]")):
+        DecodeConfig(**changes).validate()
+
+
+def test_prompt_lookup_drafts_from_repeats_and_nothing_without():
+    drafter = PromptLookupDrafter(ngram_size=3)
+    repeated = [5, 6, 7, 8, 9, 1, 2, 5, 6, 7]
+    draft = drafter.propose(repeated, 3)
+    assert draft.tokens == [8, 9, 1]
+    assert draft.probs is None
+    assert draft.confidences[0] == pytest.approx(1.0)
+    assert drafter.propose([1, 2, 3, 4, 5], 3).tokens == []
+
+
+def test_prompt_lookup_confidence_drops_for_short_or_ambiguous_matches():
+    drafter = PromptLookupDrafter(ngram_size=3)
+    # the bigram (1, 2) was followed once by 3 and once by 4: half the support, 2/3 of the length
+    draft = drafter.propose([1, 2, 3, 9, 1, 2, 4, 7, 1, 2], 1)
+    assert draft.tokens == [4]
+    assert draft.confidences[0] == pytest.approx(0.5 * 2 / 3)
+
+
+def test_greedy_verify_accepts_only_the_argmax():
+    q = torch.tensor([0.1, 0.6, 0.3])
+    assert verify(Sampler(), q, 1, None) == (True, 1)
+    assert verify(Sampler(), q, 2, None) == (False, 1)
+
+
+@pytest.mark.parametrize("with_p", [True, False])
+def test_rejection_sampling_emits_the_target_distribution(with_p):
+    torch.manual_seed(0)
+    q = torch.tensor([0.5, 0.3, 0.15, 0.05])
+    p = torch.tensor([0.1, 0.2, 0.3, 0.4]) if with_p else None
+    sampler = Sampler(temperature=1.0, seed=3)
+    counts = torch.zeros(4)
+    n = 20_000
+    for _ in range(n):
+        token = int(torch.multinomial(p, 1, generator=sampler.generator)) if with_p else 2
+        counts[verify(sampler, q, token, p)[1]] += 1
+    assert torch.allclose(counts / n, q, atol=0.015)
+
+
+def _trace() -> Trace:
+    tokens = [TokenRecord(i, 10 + i, "x", r, tier, outcome) for i, (r, tier, outcome) in enumerate([
+        (0, 1, "direct-accepted"), (0, 2, "slim-regenerated"),
+        (1, 1, "direct-accepted"), (1, 3, "full-accepted"), (1, 3, "full-bonus")])]
+    rounds = [
+        RoundRecord(0, [1, 2, 3], accepted=1, emitted=2, calls=[
+            CallRecord("drafter", 5, 3, 0.5, 0.1, False), CallRecord("slim", 3, 4, 0.7, 0.1, False)]),
+        RoundRecord(1, [4, 5], accepted=2, emitted=3, calls=[CallRecord("full", 3, 6, 1.0, 0.2, False)]),
+    ]
+    return Trace("p", 5, {}, {}, tokens, rounds, wall_s=2.0)
+
+
+def test_metric_definitions_on_a_hand_made_trace():
+    m = summarize(_trace())
+    assert m["drafted"] == 5 and m["accepted"] == 3
+    assert m["rejection_rate"] == pytest.approx(2 / 5)
+    assert m["mean_accepted_length"] == pytest.approx(3 / 2)
+    assert m["tokens_per_round"] == pytest.approx(5 / 2)
+    assert m["modelled_cost"] == pytest.approx(2.2)
+    assert m["modelled_speedup"] == pytest.approx(5 / 2.2)
+    assert m["full_calls_per_token"] == pytest.approx(1 / 5)
+    assert m["tokens_per_s"] == pytest.approx(2.5)
+    assert m["share_direct-accepted"] == pytest.approx(0.4)
+
+
+def test_trace_round_trips_through_json_and_dataframe():
+    trace = _trace()
+    again = Trace.from_json(trace.to_json())
+    assert again == trace
+    frame = trace.to_dataframe()
+    assert list(frame["outcome"]) == [t.outcome for t in trace.tokens]
+    assert len(trace.rounds_dataframe()) == 2
