@@ -31,11 +31,11 @@ class DecodeConfig:
 
     mode: str = "via"
     drafter: str = "self"
-    draft_route: str | tuple[int, ...] = "skip-middle-50"
-    slim_route: str | tuple[int, ...] = "skip-middle-25"
+    draft_route: str | tuple[int, ...] = "auto-draft"
+    slim_route: str | tuple[int, ...] = "auto-slim"
     gamma: int = 4
-    tau_accept: float = 0.9
-    tau_slim: float = 0.6
+    tau_accept: float = 0.8
+    tau_slim: float = 0.5
     draft_signal: str = "prob"
     slim_signal: str = "prob"
     max_new_tokens: int = 64

@@ -145,3 +145,24 @@ def test_trace_round_trips_through_json_and_dataframe():
     frame = trace.to_dataframe()
     assert list(frame["outcome"]) == [t.outcome for t in trace.tokens]
     assert len(trace.rounds_dataframe()) == 2
+
+
+def test_routes_resolve_presets_explicit_lists_and_keep_cache_critical_layers():
+    from transformers import Gemma3TextConfig, LlamaConfig
+
+    from core.errors import RoutingError
+    from core.routing import resolve_route
+
+    smol = LlamaConfig(num_hidden_layers=30, hidden_size=576)
+    assert resolve_route("auto-slim", smol).skipped == (14, 17, 18)
+    other = LlamaConfig(num_hidden_layers=8, hidden_size=64)
+    assert resolve_route("auto-slim", other).name == "skip-middle-25"
+    assert resolve_route("skip-middle-50", other).skipped == (2, 3, 4, 5)
+    assert resolve_route("early-exit-50", other).layers == (0, 1, 2, 3)
+    assert resolve_route("layers:0-2,5", other).layers == (0, 1, 2, 5)
+    assert resolve_route("layers:3-5", other).layers == (0, 3, 4, 5), "layer 0 sizes the cache: always kept"
+    gemma = Gemma3TextConfig(num_hidden_layers=12, sliding_window_pattern=6)
+    first_full = gemma.layer_types.index("full_attention")
+    assert first_full in resolve_route("skip-middle-50", gemma).layers
+    with pytest.raises(RoutingError):
+        resolve_route("layers:a-b", other)
