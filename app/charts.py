@@ -59,7 +59,7 @@ def confidence_figure(trace: Trace | None, tau_accept: float, tau_slim: float) -
     fig.update_yaxes(tickvals=list(rows.values()), ticktext=list(rows.keys()), range=[-0.75, 1.75])
     if trace is None or not trace.tokens:
         fig.add_annotation(x=0.5, y=0.5, text="run a generation to see confidences", showarrow=False)
-    return _layout(fig, "Confidence per token vs thresholds (right of a line = that tier may decide)")
+    return _layout(fig, "Confidence vs thresholds")
 
 
 def timeline_figure(trace: Trace | None) -> go.Figure:
@@ -89,7 +89,7 @@ def timeline_figure(trace: Trace | None) -> go.Figure:
     fig.update_xaxes(title="round")
     fig.update_yaxes(title="cost units (full passes, modelled)", secondary_y=False)
     fig.update_yaxes(title="wall ms (measured)", secondary_y=True, showgrid=False)
-    return _layout(fig, "Per-round timeline: which models ran, modelled cost and measured time")
+    return _layout(fig, "Per round: models run, cost, time")
 
 
 def tradeoff_figure(grid: pd.DataFrame | None, tau_accept: float, tau_slim: float) -> go.Figure:
@@ -119,4 +119,4 @@ def tradeoff_figure(grid: pd.DataFrame | None, tau_accept: float, tau_slim: floa
         fig.add_annotation(x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
                            text="press “Run threshold grid” to fill this chart")
     fig.update_yaxes(title="speed-up (modelled accelerator)", row=1, col=1)
-    return _layout(fig, "Trade-off over threshold pairs (speed-up is modelled, fidelity is measured)", height=460)
+    return _layout(fig, "Threshold trade-off (speed-up modelled, fidelity measured)", height=460)

@@ -72,7 +72,7 @@ def _session_id(request: gr.Request | None) -> str:
 
 
 def _message(text: str) -> str:
-    return f"⚠️ **{text}**"
+    return f"⚠ **{text}**"
 
 
 def export_files(trace: Trace) -> list[str]:
@@ -111,27 +111,39 @@ def _skip_with(status: str) -> tuple:
     return (gr.skip(), status) + tuple(gr.skip() for _ in range(N_MAIN - 2))
 
 
-def _stream(prompt: str, settings: tuple, replay: bool, request: gr.Request | None):
+STREAM_EVERY_S = 0.25
+"""Minimum time between streamed updates: a replay produces rounds far faster than a browser repaints."""
+
+
+def _stream(prompt: str, settings: tuple, replay: bool, request: gr.Request | None, phase: str = ""):
     """Run one generation, streaming coloured tokens each round; fidelity and charts at the end."""
+    started = time.perf_counter()
     try:
         config = session.build_config(*settings)
         if not session.is_loaded():
-            yield _skip_with("⏳ Loading the model (first use only, a few seconds)…")
+            yield _skip_with("… Loading the model (first use only, a few seconds)…")
         bundle = session.get_bundle()
         should_stop = session.start_job(_session_id(request))
         trace = None
         label = "Running" if replay else "Running every pass for real (honest timing)"
+        last = 0.0
         for trace in iter_generate(bundle, prompt, config, replay=replay, should_stop=should_stop):
-            yield (render.tokens_html(trace), f"⏳ {label}: {len(trace.tokens)}/{config.max_new_tokens} tokens, "
+            if time.perf_counter() - last < STREAM_EVERY_S:
+                continue
+            last = time.perf_counter()
+            yield (render.tokens_html(trace), f"… {label}: {len(trace.tokens)}/{config.max_new_tokens} tokens, "
                    f"round {len(trace.rounds)}…") + tuple(gr.skip() for _ in range(N_MAIN - 2))
         if trace is None:
             return
         if trace.stop_reason != "cancelled" and not should_stop():
-            yield (gr.skip(), "⏳ Measuring fidelity against the full model…") + tuple(
+            yield (gr.skip(), "… Measuring fidelity against the full model…") + tuple(
                 gr.skip() for _ in range(N_MAIN - 2))
             attach_fidelity(bundle, trace)
-        phase = "Stopped early" if trace.stop_reason == "cancelled" else "Done" if replay else "Done (real timing)"
-        yield _full_outputs(trace, config, phase)
+        if trace.stop_reason == "cancelled":
+            phase = "Stopped early"
+        elif not phase:
+            phase = "Done" if replay else "Done (real timing)"
+        yield _full_outputs(trace, config, phase.format(seconds=time.perf_counter() - started))
     except ViaSdError as exc:
         gr.Warning(str(exc))
         yield _skip_with(_message(str(exc)))
@@ -161,28 +173,29 @@ def run_real(prompt: str, mode: str, drafter: str, draft_route: str, slim_route:
 
 def run_reroute(prompt: str, mode: str, drafter: str, draft_route: str, slim_route: str, gamma: float,
                 max_new_tokens: float, sampling: bool, temperature: float, top_p: float, seed: float,
-                tau_accept: float, tau_slim: float, grid: pd.DataFrame | None = None) -> tuple:
-    """Live threshold update: replay from the memo with fidelity; a bad setting keeps the last good result."""
+                tau_accept: float, tau_slim: float, grid: pd.DataFrame | None = None, request: gr.Request = None):
+    """Live threshold update: replay from the memo, streaming; a bad setting keeps the last good result.
+
+    The part of the text that the new thresholds route the same way comes straight from the memo and
+    shows at once; only prefixes no earlier run visited are computed, and they stream in as they come.
+    """
+    settings = (mode, drafter, draft_route, slim_route, gamma, max_new_tokens, sampling, temperature, top_p, seed,
+                tau_accept, tau_slim)
     try:
-        config = session.build_config(mode, drafter, draft_route, slim_route, gamma, max_new_tokens, sampling,
-                                      temperature, top_p, seed, tau_accept, tau_slim)
-        start = time.perf_counter()
-        trace = generate(session.get_bundle(), prompt, config, replay=True, fidelity=True)
-        took = time.perf_counter() - start
-        out = _full_outputs(trace, config, f"Re-routed in {took:.2f} s")
-        tradeoff = charts.tradeoff_figure(grid, config.tau_accept, config.tau_slim) if grid is not None else gr.skip()
-        return (*out, tradeoff)
+        session.build_config(*settings)
     except ViaSdError as exc:
         gr.Warning(str(exc))
-        return (*_skip_with(_message(f"{exc} — still showing the last good result")), gr.skip())
-    except Exception as exc:
-        log.exception("re-route failed")
-        return (*_skip_with(_message(f"internal error: {type(exc).__name__}: {exc}")), gr.skip())
+        yield (*_skip_with(_message(f"{exc} — still showing the last good result")), gr.skip())
+        return
+    for out in _stream(prompt, settings, True, request, phase="Re-routed in {seconds:.2f} s"):
+        yield (*out, gr.skip())
+    if grid is not None:
+        yield (*(gr.skip() for _ in range(N_MAIN)), charts.tradeoff_figure(grid, float(tau_accept), float(tau_slim)))
 
 
 def run_compare(prompt: str, mode: str, drafter: str, draft_route: str, slim_route: str, gamma: float,
                 max_new_tokens: float, sampling: bool, temperature: float, top_p: float, seed: float,
-                tau_accept: float, tau_slim: float, real_timing: bool,
+                tau_accept: float, tau_slim: float, real_timing: bool, request: gr.Request = None,
                 progress: gr.Progress = gr.Progress()) -> tuple:  # noqa: B008
     """Plain, classic SD and VIA-SD on the same prompt; texts with differences from plain marked."""
     try:
@@ -191,8 +204,15 @@ def run_compare(prompt: str, mode: str, drafter: str, draft_route: str, slim_rou
         progress(0.05, desc="Loading the model" if not session.is_loaded() else "Running plain, SD and VIA-SD")
         bundle = session.get_bundle()
         progress(0.1, desc="Running plain, classic SD and VIA-SD" + (" for real" if real_timing else ""))
-        traces = compare(bundle, prompt, config, replay=not real_timing)
+        should_stop = session.start_job(_session_id(request))
+        traces = compare(bundle, prompt, config, replay=not real_timing, should_stop=should_stop,
+                         on_progress=lambda done, total: progress(0.1 + 0.8 * done / total,
+                                                                  desc=f"{done}/{total} modes done"))
+        if len(traces) < 3 or any(t.stop_reason == "cancelled" for t in traces.values()):
+            return (gr.skip(), gr.skip(), gr.skip(), gr.skip(), "**Stopped.** Compare ended early; nothing to show.")
         table = comparison_table(traces).round(3)
+        if not real_timing:  # replayed wall clock means nothing: do not show numbers that look measured
+            table = table.drop(columns=["tokens/s (measured)", "speed-up (measured)"])
         plain = traces["plain"]
         texts = [render.diff_html(traces[m], plain, f"viasd-compare-{m}") for m in ("plain", "sd", "via")]
         note = ("Timing: every pass ran for real, so tokens/s and measured speed-up are honest." if real_timing else
@@ -306,7 +326,7 @@ def step_round(trace: Trace | None, round_number: float, delta: int) -> float:
 def stop(request: gr.Request = None) -> str:
     """Ask this session's running job to stop; streaming runs are cancelled by Gradio too."""
     session.request_stop(_session_id(request))
-    return "⏹ Stop requested: the run ends after its current round; the app keeps working."
+    return "■ Stop requested: the run ends after its current round; the app keeps working."
 
 
 def _example_choices(family: str) -> list[tuple[str, str]]:
@@ -330,13 +350,13 @@ def build_demo() -> gr.Blocks:
                         with gr.Row():
                             family = gr.Dropdown(["all", *FAMILIES], value="all", label="Example family", scale=1)
                             example = gr.Dropdown(_example_choices("all"), value=None, label="Example prompt",
-                                                  scale=3)
+                                                  elem_id="viasd-example", scale=3)
                         prompt = gr.Textbox(label="Prompt", lines=3, value=load_prompts("chat")[0].text,
                                             placeholder="Type a prompt or pick an example", elem_id="viasd-prompt")
                         with gr.Row():
                             run_btn = gr.Button("▶ Run", variant="primary", elem_id="viasd-run")
-                            real_btn = gr.Button("⏱ Re-run for real timing", elem_id="viasd-real")
-                            stop_btn = gr.Button("⏹ Stop", variant="stop", elem_id="viasd-stop")
+                            real_btn = gr.Button("Re-run for real timing", elem_id="viasd-real")
+                            stop_btn = gr.Button("■ Stop", variant="stop", elem_id="viasd-stop")
                         with gr.Accordion("Decoding settings", open=False):
                             with gr.Row():
                                 mode = gr.Radio(MODE_CHOICES, value=DEFAULT.mode, label="Mode")
@@ -374,6 +394,11 @@ def build_demo() -> gr.Blocks:
                                         label="Confidences (camera icon: save as PNG)", elem_id="viasd-conf-plot")
                     timeline_plot = gr.Plot(charts.timeline_figure(None), label="Per-round timeline",
                                             elem_id="viasd-timeline-plot")
+                gr.Markdown("*Confidence chart:* a token right of the green line was trusted without a check (tier 1); "
+                            "right of the blue dashed line the slim verifier may decide (tier 2); the rest went to the "
+                            "full model. *Timeline:* bars are the modelled cost of each model per round, in full-model "
+                            "passes; the black line is measured wall time (dotted = replayed, not meaningful). "
+                            "The camera icon on each chart saves it as a PNG.")
                 with gr.Row():
                     files = gr.File(label="Download this trace: tokens CSV, rounds CSV, full JSON",
                                     file_count="multiple", interactive=False, elem_id="viasd-files")
@@ -387,16 +412,18 @@ def build_demo() -> gr.Blocks:
                     compare_btn = gr.Button("Compare plain / classic SD / VIA-SD", variant="primary",
                                             elem_id="viasd-compare")
                     real_timing = gr.Checkbox(True, label="Real timing (every pass runs; slower but honest tokens/s)")
-                    stop_btn2 = gr.Button("⏹ Stop", variant="stop")
+                    stop_btn2 = gr.Button("■ Stop", variant="stop")
                 compare_status = gr.Markdown("")
                 with gr.Row():
-                    out_plain = gr.HTML(label="plain", elem_id="viasd-compare-plain-box")
-                    out_sd = gr.HTML(label="classic SD", elem_id="viasd-compare-sd-box")
-                    out_via = gr.HTML(label="VIA-SD", elem_id="viasd-compare-via-box")
-                with gr.Row():
-                    gr.Markdown("**Plain** (the full model, the reference)")
-                    gr.Markdown("**Classic SD** (every draft checked by the full model)")
-                    gr.Markdown("**VIA-SD** (three tiers, current thresholds)")
+                    with gr.Column():
+                        gr.Markdown("**Plain** (the full model, the reference)")
+                        out_plain = gr.HTML(elem_id="viasd-compare-plain-box")
+                    with gr.Column():
+                        gr.Markdown("**Classic SD** (every draft checked by the full model)")
+                        out_sd = gr.HTML(elem_id="viasd-compare-sd-box")
+                    with gr.Column():
+                        gr.Markdown("**VIA-SD** (three tiers, current thresholds)")
+                        out_via = gr.HTML(elem_id="viasd-compare-via-box")
                 table = gr.Dataframe(label="Side by side (measured columns say so; modelled = accelerator cost model)",
                                      interactive=False)
                 gr.Markdown("### Trade-off over threshold pairs\nRuns VIA-SD for every pair τ_slim ≤ τ_accept from "
@@ -446,7 +473,8 @@ def build_demo() -> gr.Blocks:
                                      show_progress="minimal", **MODEL)
         real_event = real_btn.click(run_real, settings, main_out, api_name="rerun_real", show_progress="minimal",
                                     **MODEL)
-        gr.on([tau_accept.release, tau_slim.release, gamma.release], run_reroute, [*settings, grid_state],
+        reroute_event = gr.on(
+              [tau_accept.release, tau_slim.release, gamma.release], run_reroute, [*settings, grid_state],
               [*main_out, tradeoff_plot], api_name="reroute", trigger_mode="always_last", show_progress="minimal",
               **MODEL)
         compare_event = compare_btn.click(run_compare, [*settings, real_timing],
@@ -455,7 +483,8 @@ def build_demo() -> gr.Blocks:
         grid_btn.click(  # not in cancels: the stop flag ends it and keeps the pairs done so far
             run_grid, [*settings, grid_values],
                                     [tradeoff_plot, grid_table, grid_status, grid_state], api_name="grid", **MODEL)
-        stop_btn.click(stop, None, status, cancels=[gen_event, submit_event, real_event], api_name="stop",
+        stop_btn.click(stop, None, status, cancels=[gen_event, submit_event, real_event, reroute_event],
+                       api_name="stop",
                        queue=False)
         stop_btn2.click(stop, None, compare_status, cancels=[compare_event], api_visibility="private", queue=False)
 

@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"model {args.model} on {bundle.verifier.device} ({bundle.verifier.dtype}); "
           f"tau_accept={args.tau_accept} tau_slim={args.tau_slim} gamma={args.gamma} "
           f"max_new_tokens={args.max_new_tokens}")
-    header = (f"{'family':14}{'drafter':8}{'mode':6}{'tok/s':>8}{'meas. x':>9}{'model. x':>10}"
+    header = (f"{'prompt':17}{'drafter':8}{'mode':6}{'tok/s':>8}{'meas. x':>9}{'model. x':>10}"
               f"{'reject':>8}{'acc.len':>8}{'full/tok':>9}{'agree':>7}{'same':>6}")
     print(header)
     print("-" * len(header))
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> None:
                     m = summarize(trace)
                     measured = m["tokens_per_s"] / base if base else 0.0
                     summary.setdefault((drafter if mode != "plain" else "-", mode), []).append(measured)
-                    print(f"{family + ' ' + str(prompt.index + 1):14}{drafter if mode != 'plain' else '-':8}"
+                    print(f"{family + ' ' + str(prompt.index + 1):17}{drafter if mode != 'plain' else '-':8}"
                           f"{mode:6}{m['tokens_per_s']:8.1f}{measured:8.2f}x{m['modelled_speedup']:9.2f}x"
                           f"{m['rejection_rate']:8.2f}{m['mean_accepted_length']:8.2f}"
                           f"{m['full_calls_per_token']:9.2f}{m['full_agreement']:7.2f}"

@@ -256,9 +256,9 @@ def iter_generate(bundle: ModelBundle, prompt: str, config: DecodeConfig, *, rep
 
 
 def generate(bundle: ModelBundle, prompt: str, config: DecodeConfig, *, replay: bool = True,
-             fidelity: bool = False) -> Trace:
+             fidelity: bool = False, should_stop: Callable[[], bool] | None = None) -> Trace:
     """Run one generation to the end and return its trace (optionally with fidelity measured)."""
-    *_, trace = iter_generate(bundle, prompt, config, replay=replay)
+    *_, trace = iter_generate(bundle, prompt, config, replay=replay, should_stop=should_stop)
     if fidelity:
         from core.fidelity import attach_fidelity
 

@@ -19,13 +19,23 @@ from core.models import ModelBundle
 from core.trace import Trace
 
 
-def compare(bundle: ModelBundle, prompt: str, config: DecodeConfig, *, replay: bool = False) -> dict[str, Trace]:
+def compare(bundle: ModelBundle, prompt: str, config: DecodeConfig, *, replay: bool = False,
+            should_stop: Callable[[], bool] | None = None,
+            on_progress: Callable[[int, int], None] | None = None) -> dict[str, Trace]:
     """Plain, classic SD and VIA-SD on the same prompt, in one run, each with fidelity measured.
 
-    With replay=False every pass runs for real, so the tokens/s columns are comparable.
+    With replay=False every pass runs for real, so the tokens/s columns are comparable. A stop
+    request ends the current run early and skips the rest (their traces are then missing).
     """
-    traces = {mode: generate(bundle, prompt, config.with_(mode=mode), replay=replay)
-              for mode in ("plain", "sd", "via")}
+    traces = {}
+    for done, mode in enumerate(("plain", "sd", "via")):
+        if should_stop is not None and should_stop():
+            break
+        traces[mode] = generate(bundle, prompt, config.with_(mode=mode), replay=replay, should_stop=should_stop)
+        if on_progress is not None:
+            on_progress(done + 1, 3)
+    if should_stop is not None and should_stop():
+        return traces  # stopped: no fidelity, which would need a full reference run
     reference = traces["plain"].token_ids if config.greedy else None
     for trace in traces.values():
         attach_fidelity(bundle, trace, reference)

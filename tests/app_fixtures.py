@@ -1,0 +1,56 @@
+"""Shared fixtures for the app tests: one launched app per test session (free port, closed at the end).
+
+Kept out of conftest.py so the core tests' fixtures and these never clash; test modules import the
+*_fixture functions (pytest registers them under their `name`, so tests ask for app_url / app_client).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+PROMPT = "Explain photosynthesis in two sentences."
+# (mode, drafter, draft_route, slim_route, gamma, max_new_tokens, sampling, temperature, top_p, seed, tau_a, tau_s)
+SETTINGS = ["via", "self", "skip-middle-50", "skip-middle-25", 3, 16, False, 0.8, 0.95, 0, 0.5, 0.3]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+_LAUNCHED: dict[str, object] = {}  # each importing module registers this fixture; all of them share one server
+
+
+@pytest.fixture(scope="session", name="app_url")
+def app_url_fixture() -> Iterator[str]:
+    """Launch the real app (embedded model) once per test session; yield its URL."""
+    from app.ui import build_demo, launch_kwargs
+
+    if "url" in _LAUNCHED:
+        yield _LAUNCHED["url"]
+        return
+    demo = build_demo()
+    demo.queue()
+    port = _free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_kwargs())
+    _LAUNCHED["url"] = f"http://127.0.0.1:{port}/"
+    try:
+        yield _LAUNCHED["url"]
+    finally:
+        _LAUNCHED.clear()
+        demo.close()
+
+
+@pytest.fixture(scope="session", name="app_client")
+def app_client_fixture(app_url: str) -> object:
+    """A gradio_client Client connected to the launched app."""
+    from gradio_client import Client
+
+    return Client(app_url, verbose=False)

@@ -1,0 +1,129 @@
+"""The app's public endpoints, called with gradio_client against the real embedded model (short runs)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pandas as pd
+import pytest
+from app_fixtures import PROMPT, SETTINGS, app_client_fixture, app_url_fixture  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.embedded
+
+OUTCOMES = {"direct-accepted", "slim-accepted", "slim-regenerated", "full-accepted", "full-corrected", "full-bonus",
+            "plain"}
+
+
+def _spans(html: str) -> list[dict]:
+    """data-* attributes of every token span in the rendered text."""
+    pattern = r'<span class="tok[^"]*" style="[^"]*" data-pos="(\d+)" data-round="(\d+)" data-tier="(\d)" ' \
+              r'data-outcome="([a-z-]+)"'
+    return [{"pos": int(p), "round": int(r), "tier": int(t), "outcome": o} for p, r, t, o in re.findall(pattern, html)]
+
+
+def _check_main(result: tuple, expect_tokens: int | None = None) -> tuple[list[dict], dict]:
+    tokens_html, status, legend, metrics_html, metrics, conf_plot, timeline_plot, files = result
+    spans = _spans(tokens_html)
+    assert spans, f"no coloured tokens in {tokens_html[:300]}"
+    assert {s["outcome"] for s in spans} <= OUTCOMES
+    assert [s["pos"] for s in spans] == list(range(len(spans)))
+    assert metrics["tokens"] == len(spans)
+    if expect_tokens is not None:
+        assert metrics["tokens"] == expect_tokens or metrics["stop_reason"] == "eos"
+    assert metrics["rounds"] == len({s["round"] for s in spans})
+    assert metrics["tokens_per_round"] == pytest.approx(metrics["tokens"] / metrics["rounds"])
+    assert sum(v for k, v in metrics.items() if k.startswith("share_")) == pytest.approx(1.0)
+    assert metrics["modelled_speedup"] > 0 and 0.0 <= metrics["rejection_rate"] <= 1.0
+    assert 0.0 <= metrics["full_agreement"] <= 1.0 and metrics["common_prefix"] <= metrics["tokens"]
+    for outcome in OUTCOMES:  # legend counts agree with the spans
+        count = sum(s["outcome"] == outcome for s in spans)
+        assert metrics[f"share_{outcome}"] == pytest.approx(count / len(spans))
+    assert "Modelled accelerator" in metrics_html and "Measured wall clock" in metrics_html
+    assert "×" in legend and "direct accept" in legend
+    for plot in (conf_plot, timeline_plot):
+        assert plot["type"] == "plotly" and json.loads(plot["plot"])["data"]
+    names = sorted(str(f) for f in files)
+    assert any(n.endswith("_tokens.csv") for n in names) and any(n.endswith(".json") for n in names)
+    csv = pd.read_csv(next(n for n in names if n.endswith("_tokens.csv")))
+    assert len(csv) == len(spans) and list(csv["outcome"]) == [s["outcome"] for s in spans]
+    return spans, metrics
+
+
+def test_generate_streams_coloured_tokens(app_client: object) -> None:
+    job = app_client.submit(PROMPT, *SETTINGS, api_name="/generate")
+    result = job.result(timeout=600)
+    spans, metrics = _check_main(result, expect_tokens=16)
+    assert "Done" in result[1]
+    assert "title=" in result[0]  # hover tooltips
+    assert len(job.outputs()) >= 2, "the run should stream partial results"
+
+
+def test_reroute_changes_routing_and_flags_timing(app_client: object) -> None:
+    low = app_client.predict(PROMPT, *SETTINGS, api_name="/reroute")
+    high_settings = SETTINGS[:-2] + [1.0, 1.0]  # tiers 1 and 2 off: every token needs the full model
+    high = app_client.predict(PROMPT, *high_settings, api_name="/reroute")
+    _, m_low = _check_main(low[:8])
+    spans_high, m_high = _check_main(high[:8])
+    assert "Re-routed in" in high[1]
+    assert {s["tier"] for s in spans_high} == {3}
+    assert m_high["identical_to_full"] is True  # only the full model decided: same text as plain greedy
+    assert m_high["timing_complete"] is False and "NOT meaningful" in high[3]
+    assert m_low["modelled_speedup"] != pytest.approx(m_high["modelled_speedup"])
+
+
+def test_out_of_order_thresholds_give_a_message(app_client: object) -> None:
+    bad = SETTINGS[:-2] + [0.4, 0.8]
+    result = app_client.predict(PROMPT, *bad, api_name="/reroute")
+    assert "thresholds out of order" in result[1] and "last good result" in result[1]
+    again = app_client.predict(PROMPT, *SETTINGS, api_name="/reroute")  # the app keeps working
+    assert "Re-routed" in again[1]
+
+
+@pytest.mark.parametrize(("prompt", "expected"), [("   ", "prompt is empty"), ("x" * 25_000, "the limit is")],
+                         ids=["empty", "huge"])
+def test_bad_prompts_give_a_message(app_client: object, prompt: str, expected: str) -> None:
+    result = app_client.predict(prompt, *SETTINGS, api_name="/generate")
+    assert expected in result[1]
+
+
+def test_bad_route_gives_a_message(app_client: object) -> None:
+    settings = list(SETTINGS)
+    settings[2] = "layers:0-99"
+    result = app_client.predict(PROMPT, *settings, api_name="/generate")
+    assert "route names layers" in result[1]
+
+
+def test_compare_marks_differences(app_client: object) -> None:
+    plain, sd, via, table, status = app_client.predict(PROMPT, *SETTINGS, False, api_name="/compare")
+    assert "viasd-compare-plain" in plain and 'data-differs="0"' in plain
+    assert 'data-differs="0"' in sd  # greedy classic SD reproduces the full model exactly
+    assert "viasd-compare-via" in via and "NOT meaningful" in status
+    df = pd.DataFrame(table["data"], columns=table["headers"])
+    assert list(df["mode"]) == ["plain", "sd", "via"]
+    assert df.loc[0, "speed-up (modelled accelerator)"] == pytest.approx(1.0)
+    assert bool(df.loc[1, "identical to full"]) is True
+
+
+def test_threshold_grid(app_client: object) -> None:
+    plot, grid, status, *_ = app_client.predict(PROMPT, *SETTINGS, "0.5, 1.0", api_name="/grid")
+    df = pd.DataFrame(grid["data"], columns=grid["headers"])
+    assert sorted(zip(df["tau_accept"], df["tau_slim"], strict=True)) == [(0.5, 0.5), (1.0, 0.5), (1.0, 1.0)]
+    assert (df["modelled_speedup"] > 0).all() and df["full_agreement"].between(0, 1).all()
+    names = [t.get("name") for t in json.loads(plot["plot"])["data"]]
+    assert "threshold pair" in names
+    bad = app_client.predict(PROMPT, *SETTINGS, "0.5, banana", api_name="/grid")
+    assert "cannot read threshold values" in bad[2]
+
+
+def test_walkthrough_loads_and_explains(app_client: object) -> None:
+    from examples import load_walkthroughs
+
+    walks = load_walkthroughs()
+    assert len(walks) >= 2
+    title = next(w["title"] for w in walks if w["config"].get("drafter") == "ngram")  # the cheaper one
+    intro, slider, tokens, table, caption = app_client.predict(title, api_name="/walkthrough")
+    assert title in intro and "Talking points" in intro
+    assert _spans(tokens), "walkthrough text should be coloured"
+    assert "Round 1 of" in caption and "passes" in caption
+    assert "<table>" in table
