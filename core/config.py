@@ -27,6 +27,8 @@ class DecodeConfig:
     Thresholds: a tier fires when its confidence >= its threshold; a threshold of 1.0 switches the
     tier off and 0.0 sends every token to it. `tau_slim <= tau_accept`: skipping verification
     altogether should never need less confidence than trusting the slim verifier.
+    Signals: `draft_signal` is what tier 1 reads, `slim_signal` what tier 2 reads; the full
+    verifier's confidence is recorded with `slim_signal` too, so the two verifiers compare directly.
     """
 
     mode: str = "via"
