@@ -1,8 +1,10 @@
-"""Process-wide state of the app: the one model bundle, and per-browser-session stop flags.
+"""Process-wide state of the app: loaded model bundles, each visitor's model choice, stop flags.
 
-The bundle is loaded once per process (its prediction memo is what makes threshold dragging live)
-and shared by every visitor; events that run it share one Gradio concurrency group, so only one
-runs at a time. Stop works in two ways: Gradio's `cancels=` ends streaming generators at the next
+The embedded bundle is loaded once per process (its prediction memo is what makes threshold
+dragging live) and shared by every visitor. A visitor may load another verifier / drafter pair;
+it is kept for that browser session only, and at most MAX_EXTRA_BUNDLES such pairs stay in memory.
+Events that run a model share one Gradio concurrency group, so only one runs at a time.
+Stop works in two ways: Gradio's `cancels=` ends streaming generators at the next
 round, and the flag set here is polled by loops that do not yield (the threshold grid).
 """
 
@@ -10,19 +12,25 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 
-from core import DecodeConfig, ModelBundle, load_bundle
+from core import EMBEDDED_ID, DecodeConfig, ModelBundle, load_bundle
+
+MAX_EXTRA_BUNDLES = 2
+"""Other model pairs kept in memory besides the embedded default (least recently chosen dropped)."""
 
 _bundle: ModelBundle | None = None
 _load_seconds = 0.0
 _load_lock = threading.Lock()
+_extra: OrderedDict[tuple[str, str], ModelBundle] = OrderedDict()
+_choice: dict[str, tuple[str, str]] = {}
 _stop_flags: dict[str, threading.Event] = {}
 _flags_lock = threading.Lock()
 
 
-def get_bundle() -> ModelBundle:
-    """The shared bundle, loading it on first use (thread-safe: concurrent callers wait for one load)."""
+def _default_bundle() -> ModelBundle:
+    """The shared embedded bundle, loading it on first use (concurrent callers wait for one load)."""
     global _bundle, _load_seconds
     if _bundle is None:
         with _load_lock:
@@ -33,22 +41,65 @@ def get_bundle() -> ModelBundle:
     return _bundle
 
 
+def get_bundle(session: str = "") -> ModelBundle:
+    """The bundle this browser session chose (the embedded default unless it loaded another pair)."""
+    key = _choice.get(session)
+    with _load_lock:
+        chosen = _extra.get(key) if key else None
+    return chosen if chosen is not None else _default_bundle()
+
+
+def choose_models(session: str, verifier: str, drafter: str) -> ModelBundle:
+    """Load (or reuse) a verifier / drafter pair for this session; raises core.ViaSdError on bad ids.
+
+    A failed load leaves the session's previous choice in place.
+    """
+    verifier, drafter = (verifier or "").strip() or EMBEDDED_ID, (drafter or "").strip()
+    if verifier == EMBEDDED_ID and not drafter:
+        _choice.pop(session, None)
+        return _default_bundle()
+    key = (verifier, drafter)
+    with _load_lock:
+        bundle = _extra.get(key)
+    if bundle is None:
+        bundle = load_bundle(verifier, drafter or None)  # slow; outside the lock
+        with _load_lock:
+            _extra[key] = bundle
+            while len(_extra) > MAX_EXTRA_BUNDLES:
+                _extra.popitem(last=False)
+    with _load_lock:
+        _extra.move_to_end(key)
+    _choice[session] = key
+    return bundle
+
+
+def tokenizer_for(verifier_name: str) -> object:
+    """The tokenizer of a loaded verifier by name (the embedded one when that model is gone)."""
+    with _load_lock:
+        for bundle in _extra.values():
+            if bundle.verifier.name == verifier_name:
+                return bundle.verifier.tokenizer
+    return _default_bundle().verifier.tokenizer
+
+
 def is_loaded() -> bool:
     return _bundle is not None
 
 
-def model_summary() -> str:
-    """One line naming the loaded model, for the status bar."""
-    if _bundle is None:
+def model_summary(session: str = "") -> str:
+    """One line naming the model in use, for the status bar."""
+    if _bundle is None and session not in _choice:
         return "model not loaded yet"
-    v = _bundle.verifier
+    bundle = get_bundle(session)
+    v = bundle.verifier
+    drafter = f" · drafter model {bundle.drafter.name}" if bundle.drafter else ""
     return (f"{v.name} · {v.num_layers} layers · {str(v.dtype).replace('torch.', '')} on {v.device} · "
-            f"loaded in {_load_seconds:.1f} s")
+            f"loaded in {v.load_seconds:.1f} s{drafter}")
 
 
 def warm_up_in_background() -> threading.Thread:
     """Start loading the model so the first visitor does not wait for it."""
-    thread = threading.Thread(target=get_bundle, name="viasd-warm-up", daemon=True)
+    thread = threading.Thread(target=_default_bundle, name="viasd-warm-up", daemon=True)
     thread.start()
     return thread
 

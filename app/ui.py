@@ -19,7 +19,7 @@ import pandas as pd
 
 import core.metrics as core_metrics
 from app import charts, classroom, render, session
-from core import DecodeConfig, ViaSdError, attach_fidelity, generate, iter_generate, summarize
+from core import EMBEDDED_ID, DecodeConfig, ViaSdError, attach_fidelity, generate, iter_generate, summarize
 from core.limits import MAX_GAMMA, MAX_NEW_TOKENS, MAX_PROMPT_CHARS
 from core.routing import PRESETS
 from core.sweep import compare, comparison_table, threshold_grid
@@ -31,7 +31,8 @@ MODEL = {"concurrency_id": "model", "concurrency_limit": 1}
 DEFAULT = DecodeConfig()
 DEFAULT_GRID = "0.3, 0.5, 0.7, 0.9, 1.0"
 MODE_CHOICES = [("VIA-SD (three tiers)", "via"), ("classic speculative decoding", "sd"), ("plain decoding", "plain")]
-DRAFTER_CHOICES = [("self: the model with layers skipped", "self"), ("prompt lookup (n-gram copy)", "ngram")]
+DRAFTER_CHOICES = [("self: the model with layers skipped", "self"), ("prompt lookup (n-gram copy)", "ngram"),
+                   ("separate drafter model (load it under Models)", "model")]
 THEME = gr.themes.Default(text_size="lg", primary_hue="blue")
 
 ABOUT = f"""
@@ -90,8 +91,10 @@ def _status(trace: Trace, phase: str) -> str:
     m = summarize(trace)
     timing = ("measured wall clock (every pass ran for real)" if m["timing_complete"]
               else "replayed from memo (wall clock not meaningful)")
+    info = trace.models
     return (f"**{phase}** · {m['tokens']} tokens in {m['rounds']} rounds · modelled speed-up "
-            f"**{m['modelled_speedup']:.2f}×** · {timing} · {session.model_summary()}")
+            f"**{m['modelled_speedup']:.2f}×** · {timing} · {info['verifier']} · {info['num_layers']} layers · "
+            f"{info['dtype']} on {info['device']} · drafter: {info['drafter']}")
 
 
 def _full_outputs(trace: Trace, config: DecodeConfig, phase: str, grid: pd.DataFrame | None = None) -> tuple:
@@ -122,7 +125,7 @@ def _stream(prompt: str, settings: tuple, replay: bool, request: gr.Request | No
         config = session.build_config(*settings)
         if not session.is_loaded():
             yield _skip_with("… Loading the model (first use only, a few seconds)…")
-        bundle = session.get_bundle()
+        bundle = session.get_bundle(_session_id(request))
         should_stop = session.start_job(_session_id(request))
         trace = None
         label = "Running" if replay else "Running every pass for real (honest timing)"
@@ -202,7 +205,7 @@ def run_compare(prompt: str, mode: str, drafter: str, draft_route: str, slim_rou
         config = session.build_config(mode, drafter, draft_route, slim_route, gamma, max_new_tokens, sampling,
                                       temperature, top_p, seed, tau_accept, tau_slim)
         progress(0.05, desc="Loading the model" if not session.is_loaded() else "Running plain, SD and VIA-SD")
-        bundle = session.get_bundle()
+        bundle = session.get_bundle(_session_id(request))
         progress(0.1, desc="Running plain, classic SD and VIA-SD" + (" for real" if real_timing else ""))
         should_stop = session.start_job(_session_id(request))
         traces = compare(bundle, prompt, config, replay=not real_timing, should_stop=should_stop,
@@ -249,7 +252,7 @@ def run_grid(prompt: str, mode: str, drafter: str, draft_route: str, slim_route:
         config = session.build_config(mode, drafter, draft_route, slim_route, gamma, max_new_tokens, sampling,
                                       temperature, top_p, seed, tau_accept, tau_slim)
         progress(0.0, desc="Loading the model" if not session.is_loaded() else "Reference run")
-        bundle = session.get_bundle()
+        bundle = session.get_bundle(_session_id(request))
         should_stop = session.start_job(_session_id(request))
         grid = threshold_grid(bundle, prompt, config, values, should_stop=should_stop,
                               on_progress=lambda done, total: progress(done / total, desc=f"pair {done}/{total}"))
@@ -270,8 +273,10 @@ def _walkthroughs() -> dict[str, dict]:
     return {w["title"]: w for w in load_walkthroughs()}
 
 
-def _decode(token_id: int) -> str:
-    return session.get_bundle().verifier.tokenizer.decode([token_id], skip_special_tokens=False)
+def _decoder(trace: Trace):
+    """Token-id decoder of the model that wrote `trace` (draft tokens that were thrown away have no text)."""
+    tokenizer = session.tokenizer_for(trace.models.get("verifier", ""))
+    return lambda token_id: tokenizer.decode([token_id], skip_special_tokens=False)
 
 
 def show_round(trace: Trace | None, round_number: float) -> tuple[str, str, str]:
@@ -280,7 +285,7 @@ def show_round(trace: Trace | None, round_number: float) -> tuple[str, str, str]
         return (render.tokens_html(None, placeholder="Load a walkthrough to begin.", elem_id="viasd-class-tokens"),
                 "", "Load a walkthrough or use your last run to start the replay.")
     index = max(0, min(int(round_number or 1) - 1, len(trace.rounds) - 1))
-    table, caption = classroom.round_view(trace, index, _decode)
+    table, caption = classroom.round_view(trace, index, _decoder(trace))
     return render.tokens_html(trace, current_round=index, elem_id="viasd-class-tokens"), table, caption
 
 
@@ -321,6 +326,17 @@ def step_round(trace: Trace | None, round_number: float, delta: int) -> float:
     if trace is None or not trace.rounds:
         return 1
     return max(1, min(len(trace.rounds), int(round_number or 1) + delta))
+
+
+def load_models(verifier: str, drafter: str, request: gr.Request = None) -> str:
+    """Switch this browser session to another verifier / drafter pair (Hub ids or local folders)."""
+    try:
+        bundle = session.choose_models(_session_id(request), verifier, drafter)
+    except ViaSdError as exc:
+        gr.Warning(str(exc))
+        return _message(f"{exc} — still using {session.model_summary(_session_id(request))}")
+    hint = " Choose the drafter 'separate drafter model' under Decoding settings to use it." if bundle.drafter else ""
+    return f"**Models ready:** {session.model_summary(_session_id(request))}.{hint}"
 
 
 def stop(request: gr.Request = None) -> str:
@@ -368,6 +384,17 @@ def build_demo() -> gr.Blocks:
                                 slim_route = gr.Dropdown(route_choices, value=DEFAULT.slim_route, label="Slim route",
                                                          allow_custom_value=True, info="layers the slim verifier runs")
                             max_tokens = gr.Slider(1, MAX_NEW_TOKENS, value=48, step=1, label="Max new tokens")
+                        with gr.Accordion("Models", open=False):
+                            gr.Markdown("The embedded SmolLM2-135M-Instruct works offline. Any Llama, Qwen2/3, "
+                                        "Mistral, Gemma or Phi-3 causal LM by Hub id or local folder works where it "
+                                        "can be fetched; a drafter must share the verifier's tokenizer.")
+                            with gr.Row():
+                                verifier_id = gr.Textbox(EMBEDDED_ID, label="Verifier", elem_id="viasd-verifier")
+                                drafter_id = gr.Textbox("", label="Drafter model (optional)",
+                                                        placeholder="e.g. a smaller model of the same family",
+                                                        elem_id="viasd-drafter-model")
+                            models_btn = gr.Button("Load models", elem_id="viasd-load-models")
+                            models_status = gr.Markdown("Using the embedded model.", elem_id="viasd-models-status")
                             with gr.Row():
                                 sampling = gr.Checkbox(False, label="Sample (off = greedy)")
                                 temperature = gr.Slider(0.05, 2.0, value=0.8, step=0.05, label="Temperature")
@@ -487,6 +514,8 @@ def build_demo() -> gr.Blocks:
                        api_name="stop",
                        queue=False)
         stop_btn2.click(stop, None, compare_status, cancels=[compare_event], api_visibility="private", queue=False)
+
+        models_btn.click(load_models, [verifier_id, drafter_id], models_status, api_name="load_models", **MODEL)
 
         class_out = [intro, round_slider, class_tokens, round_table, caption, class_state]
         walk_btn.click(load_walkthrough, walk, class_out, api_name="walkthrough", **MODEL)

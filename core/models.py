@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import socket
 import subprocess
 import sys
 import zipfile
@@ -141,8 +142,21 @@ def embedded_model_dir() -> Path:
     return converted
 
 
-def _offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes")
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Can we open a connection to the Hub? Checked first so an offline machine fails in seconds,
+    not after a minute of download retries."""
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return False
+    host = urlparse(constants.ENDPOINT).hostname or ""
+    try:
+        socket.create_connection((host, 443), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
 
 
 def load_model(name: str = EMBEDDED_ID, device: str | None = None) -> LoadedModel:
@@ -160,12 +174,15 @@ def load_model(name: str = EMBEDDED_ID, device: str | None = None) -> LoadedMode
     if not name:
         raise ModelLoadError("empty model name")
     path = embedded_model_dir() if name == EMBEDDED_ID else name
+    local = Path(str(path)).exists()
+    offline = not local and not hub_reachable()
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, trust_remote_code=False)
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False, local_files_only=offline)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, trust_remote_code=False,
+                                                     local_files_only=offline)
     except Exception as exc:  # transformers raises OSError, ValueError, HTTP errors, ...
-        where = "local folder" if Path(str(path)).exists() else "Hugging Face Hub id"
-        hint = " (no network access to the Hub here?)" if where.startswith("Hugging") else ""
+        where = "local folder" if local else "Hugging Face Hub id"
+        hint = " (the Hub is unreachable from here and it is not in the local cache)" if offline else ""
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelLoadError(f"could not load {where} '{name}'{hint}: {first_line[:200]}") from None
     family = model.config.get_text_config().model_type

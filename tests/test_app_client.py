@@ -127,3 +127,27 @@ def test_walkthrough_loads_and_explains(app_client: object) -> None:
     assert _spans(tokens), "walkthrough text should be coloured"
     assert "Round 1 of" in caption and "passes" in caption
     assert "<table>" in table
+
+
+def test_models_can_be_switched_per_session_and_bad_ids_leave_the_app_working(app_url: str, tmp_path) -> None:
+    """Unknown ids and mismatched tokenizers give one line; a good local pair runs with drafter 'model'."""
+    from gradio_client import Client
+    from tiny import char_tokenizer, tiny_model
+
+    for name, layers, extra in (("verifier", 4, ""), ("drafter", 2, ""), ("other", 2, "XY")):
+        folder = tmp_path / name
+        tiny_model(layers=layers, vocab=43 + len(extra)).save_pretrained(folder)
+        char_tokenizer(extra).save_pretrained(folder)
+    client = Client(app_url, verbose=False)  # its own browser session: the shared client keeps the embedded model
+
+    message = client.predict("no-such-org/no-such-model-xyz", "", api_name="/load_models")
+    assert "could not load" in message and "no-such-org/no-such-model-xyz" in message and "Traceback" not in message
+    message = client.predict(str(tmp_path / "verifier"), str(tmp_path / "other"), api_name="/load_models")
+    assert "tokenizers differ" in message
+    message = client.predict(str(tmp_path / "verifier"), str(tmp_path / "drafter"), api_name="/load_models")
+    assert message.startswith("**Models ready:**") and "drafter model" in message
+
+    settings = ["via", "model", "auto-draft", "auto-slim", 3, 12, False, 0.8, 0.95, 0, 0.4, 0.2]
+    result = client.predict("the cat sat on the mat", *settings, api_name="/generate")
+    assert "Done" in result[1] and str(tmp_path / "verifier") in result[1]
+    assert result[4]["drafter_calls"] > 0
