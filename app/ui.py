@@ -19,6 +19,7 @@ import pandas as pd
 
 import core.metrics as core_metrics
 from app import charts, classroom, render, session
+from app.prefetch import PREFETCHER, STEP
 from core import EMBEDDED_ID, DecodeConfig, ViaSdError, attach_fidelity, generate, iter_generate, summarize
 from core.limits import MAX_GAMMA, MAX_NEW_TOKENS, MAX_PROMPT_CHARS
 from core.routing import PRESETS
@@ -123,30 +124,8 @@ def _stream(prompt: str, settings: tuple, replay: bool, request: gr.Request | No
     started = time.perf_counter()
     try:
         config = session.build_config(*settings)
-        if not session.is_loaded():
-            yield _skip_with("… Loading the model (first use only, a few seconds)…")
-        bundle = session.get_bundle(_session_id(request))
-        should_stop = session.start_job(_session_id(request))
-        trace = None
-        label = "Running" if replay else "Running every pass for real (honest timing)"
-        last = 0.0
-        for trace in iter_generate(bundle, prompt, config, replay=replay, should_stop=should_stop):
-            if time.perf_counter() - last < STREAM_EVERY_S:
-                continue
-            last = time.perf_counter()
-            yield (render.tokens_html(trace), f"… {label}: {len(trace.tokens)}/{config.max_new_tokens} tokens, "
-                   f"round {len(trace.rounds)}…") + tuple(gr.skip() for _ in range(N_MAIN - 2))
-        if trace is None:
-            return
-        if trace.stop_reason != "cancelled" and not should_stop():
-            yield (gr.skip(), "… Measuring fidelity against the full model…") + tuple(
-                gr.skip() for _ in range(N_MAIN - 2))
-            attach_fidelity(bundle, trace)
-        if trace.stop_reason == "cancelled":
-            phase = "Stopped early"
-        elif not phase:
-            phase = "Done" if replay else "Done (real timing)"
-        yield _full_outputs(trace, config, phase.format(seconds=time.perf_counter() - started))
+        with PREFETCHER.foreground():
+            yield from _run_stream(prompt, config, replay, request, phase, started)
     except ViaSdError as exc:
         gr.Warning(str(exc))
         yield _skip_with(_message(str(exc)))
@@ -154,6 +133,37 @@ def _stream(prompt: str, settings: tuple, replay: bool, request: gr.Request | No
         log.exception("generation failed")
         gr.Warning(f"internal error: {exc}")
         yield _skip_with(_message(f"internal error: {type(exc).__name__}: {exc}"))
+
+
+def _run_stream(prompt: str, config: DecodeConfig, replay: bool, request: gr.Request | None, phase: str,
+                started: float):
+    """The body of `_stream`: generate, stream, measure fidelity, render, then warm the neighbours."""
+    if not session.is_loaded():
+        yield _skip_with("… Loading the model (first use only, a few seconds)…")
+    bundle = session.get_bundle(_session_id(request))
+    should_stop = session.start_job(_session_id(request))
+    trace = None
+    label = "Running" if replay else "Running every pass for real (honest timing)"
+    last = 0.0
+    for trace in iter_generate(bundle, prompt, config, replay=replay, should_stop=should_stop):
+        if time.perf_counter() - last < STREAM_EVERY_S:
+            continue
+        last = time.perf_counter()
+        yield (render.tokens_html(trace), f"… {label}: {len(trace.tokens)}/{config.max_new_tokens} tokens, "
+               f"round {len(trace.rounds)}…") + tuple(gr.skip() for _ in range(N_MAIN - 2))
+    if trace is None:
+        return
+    if trace.stop_reason != "cancelled" and not should_stop():
+        yield (gr.skip(), "… Measuring fidelity against the full model…") + tuple(
+            gr.skip() for _ in range(N_MAIN - 2))
+        attach_fidelity(bundle, trace)
+    if trace.stop_reason == "cancelled":
+        phase = "Stopped early"
+    elif not phase:
+        phase = "Done" if replay else "Done (real timing)"
+    yield _full_outputs(trace, config, phase.format(seconds=time.perf_counter() - started))
+    if trace.stop_reason != "cancelled":
+        PREFETCHER.schedule(bundle, prompt, config)
 
 
 def run_generate(prompt: str, mode: str, drafter: str, draft_route: str, slim_route: str, gamma: float,
@@ -190,10 +200,14 @@ def run_reroute(prompt: str, mode: str, drafter: str, draft_route: str, slim_rou
         gr.Warning(str(exc))
         yield (*_skip_with(_message(f"{exc} — still showing the last good result")), gr.skip())
         return
+    previous = None  # held back one step so the last update carries the trade-off chart's new star too
     for out in _stream(prompt, settings, True, request, phase="Re-routed in {seconds:.2f} s"):
-        yield (*out, gr.skip())
-    if grid is not None:
-        yield (*(gr.skip() for _ in range(N_MAIN)), charts.tradeoff_figure(grid, float(tau_accept), float(tau_slim)))
+        if previous is not None:
+            yield (*previous, gr.skip())
+        previous = out
+    if previous is not None:
+        star = charts.tradeoff_figure(grid, float(tau_accept), float(tau_slim)) if grid is not None else gr.skip()
+        yield (*previous, star)
 
 
 def run_compare(prompt: str, mode: str, drafter: str, draft_route: str, slim_route: str, gamma: float,
@@ -208,9 +222,10 @@ def run_compare(prompt: str, mode: str, drafter: str, draft_route: str, slim_rou
         bundle = session.get_bundle(_session_id(request))
         progress(0.1, desc="Running plain, classic SD and VIA-SD" + (" for real" if real_timing else ""))
         should_stop = session.start_job(_session_id(request))
-        traces = compare(bundle, prompt, config, replay=not real_timing, should_stop=should_stop,
-                         on_progress=lambda done, total: progress(0.1 + 0.8 * done / total,
-                                                                  desc=f"{done}/{total} modes done"))
+        with PREFETCHER.foreground():
+            traces = compare(bundle, prompt, config, replay=not real_timing, should_stop=should_stop,
+                             on_progress=lambda done, total: progress(0.1 + 0.8 * done / total,
+                                                                      desc=f"{done}/{total} modes done"))
         if len(traces) < 3 or any(t.stop_reason == "cancelled" for t in traces.values()):
             return (gr.skip(), gr.skip(), gr.skip(), gr.skip(), "**Stopped.** Compare ended early; nothing to show.")
         table = comparison_table(traces).round(3)
@@ -254,8 +269,9 @@ def run_grid(prompt: str, mode: str, drafter: str, draft_route: str, slim_route:
         progress(0.0, desc="Loading the model" if not session.is_loaded() else "Reference run")
         bundle = session.get_bundle(_session_id(request))
         should_stop = session.start_job(_session_id(request))
-        grid = threshold_grid(bundle, prompt, config, values, should_stop=should_stop,
-                              on_progress=lambda done, total: progress(done / total, desc=f"pair {done}/{total}"))
+        with PREFETCHER.foreground():
+            grid = threshold_grid(bundle, prompt, config, values, should_stop=should_stop,
+                                  on_progress=lambda done, total: progress(done / total, desc=f"pair {done}/{total}"))
         grid = grid.round(4)
         stopped = " (stopped early)" if should_stop() else ""
         return (charts.tradeoff_figure(grid, config.tau_accept, config.tau_slim), grid,
@@ -303,7 +319,8 @@ def load_walkthrough(title: str) -> tuple:
     w = walkthroughs[title]
     try:
         config = DecodeConfig(**w["config"]).validate()
-        trace = generate(session.get_bundle(), w["prompt"], config, replay=True)
+        with PREFETCHER.foreground():
+            trace = generate(session.get_bundle(), w["prompt"], config, replay=True)
     except ViaSdError as exc:
         gr.Warning(str(exc))
         return (_message(str(exc)), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip())
@@ -331,7 +348,8 @@ def step_round(trace: Trace | None, round_number: float, delta: int) -> float:
 def load_models(verifier: str, drafter: str, request: gr.Request = None) -> str:
     """Switch this browser session to another verifier / drafter pair (Hub ids or local folders)."""
     try:
-        bundle = session.choose_models(_session_id(request), verifier, drafter)
+        with PREFETCHER.foreground():
+            bundle = session.choose_models(_session_id(request), verifier, drafter)
     except ViaSdError as exc:
         gr.Warning(str(exc))
         return _message(f"{exc} — still using {session.model_summary(_session_id(request))}")
@@ -383,7 +401,8 @@ def build_demo() -> gr.Blocks:
                                                           info="layers the self-drafter runs; or type layers:0-3,8")
                                 slim_route = gr.Dropdown(route_choices, value=DEFAULT.slim_route, label="Slim route",
                                                          allow_custom_value=True, info="layers the slim verifier runs")
-                            max_tokens = gr.Slider(1, MAX_NEW_TOKENS, value=48, step=1, label="Max new tokens")
+                            max_tokens = gr.Slider(1, MAX_NEW_TOKENS, value=48, step=1, label="Max new tokens",
+                                                   elem_id="viasd-max-tokens")
                         with gr.Accordion("Models", open=False):
                             gr.Markdown("The embedded SmolLM2-135M-Instruct works offline. Any Llama, Qwen2/3, "
                                         "Mistral, Gemma or Phi-3 causal LM by Hub id or local folder works where it "
@@ -403,10 +422,10 @@ def build_demo() -> gr.Blocks:
                     with gr.Column(scale=2):
                         gr.Markdown("### Live thresholds\nRelease a slider (or type a value and press Tab) and the "
                                     "routing is replayed from the memo instantly — no button needed.")
-                        tau_accept = gr.Slider(0.0, 1.0, value=DEFAULT.tau_accept, step=0.01,
+                        tau_accept = gr.Slider(0.0, 1.0, value=DEFAULT.tau_accept, step=STEP,
                                                elem_id="viasd-tau-accept",
                                                label="τ_accept — trust the drafter directly at or above")
-                        tau_slim = gr.Slider(0.0, 1.0, value=DEFAULT.tau_slim, step=0.01, elem_id="viasd-tau-slim",
+                        tau_slim = gr.Slider(0.0, 1.0, value=DEFAULT.tau_slim, step=STEP, elem_id="viasd-tau-slim",
                                              label="τ_slim — let the slim verifier decide at or above")
                         gamma = gr.Slider(1, MAX_GAMMA, value=DEFAULT.gamma, step=1, label="γ — draft length",
                                           elem_id="viasd-gamma")

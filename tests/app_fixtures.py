@@ -44,6 +44,9 @@ def app_url_fixture() -> Iterator[str]:
     try:
         yield _LAUNCHED["url"]
     finally:
+        from app.prefetch import PREFETCHER
+
+        PREFETCHER.stop()
         _LAUNCHED.clear()
         demo.close()
 

@@ -59,6 +59,8 @@ def _set_max_tokens(page, n: int) -> None:
         page.get_by_text("Decoding settings").click()
     box.fill(str(n))
     box.press("Tab")
+    page.wait_for_function(  # the range input follows once the number is committed
+        "n => document.querySelector('#viasd-max-tokens input[type=range]')?.value === String(n)", arg=n)
 
 
 def _wait_status(page, pattern: str, timeout: float = 180_000) -> str:

@@ -151,3 +151,20 @@ def test_models_can_be_switched_per_session_and_bad_ids_leave_the_app_working(ap
     result = client.predict("the cat sat on the mat", *settings, api_name="/generate")
     assert "Done" in result[1] and str(tmp_path / "verifier") in result[1]
     assert result[4]["drafter_calls"] > 0
+
+
+def test_neighbouring_threshold_pairs_are_prefetched_so_a_one_notch_drag_computes_nothing(app_client: object) -> None:
+    from app import session
+    from app.prefetch import PREFETCHER, neighbour_pairs
+
+    assert neighbour_pairs(0.5, 0.3)[:4] == [(0.45, 0.3), (0.5, 0.25), (0.5, 0.35), (0.55, 0.3)]
+    assert all(0.0 <= s <= a <= 1.0 for a, s in neighbour_pairs(0.05, 0.05))
+    settings = SETTINGS[:-2] + [0.45, 0.3]
+    app_client.predict(PROMPT, *settings, api_name="/generate")
+    PREFETCHER.wait()
+    assert (0.5, 0.3) in PREFETCHER.done
+    memo = session.get_bundle().memo
+    misses = memo.misses
+    result = app_client.predict(PROMPT, *SETTINGS[:-2] + [0.5, 0.3], api_name="/reroute")
+    assert "Re-routed" in result[1]
+    assert memo.misses == misses, "every prediction of the neighbouring pair should come from the memo"

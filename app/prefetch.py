@@ -1,0 +1,98 @@
+"""Warm the prediction memo for the threshold pairs next to the current one, while nobody waits.
+
+A threshold pair the memo has seen re-renders in a fraction of a second; a new one must run the
+model for every prefix it has not visited (seconds on a 2-core CPU). So after each run the app
+computes, in one background thread, the pairs one slider notch away (nearest first). Any model
+event stops it at its next round and waits for it to exit, so foreground runs, and in particular
+"Re-run for real timing", never share the CPU with it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import threading
+from collections.abc import Iterator
+
+from core import DecodeConfig, ModelBundle, attach_fidelity, generate
+
+log = logging.getLogger(__name__)
+
+STEP = 0.05
+"""The threshold sliders' step: prefetched pairs are exactly the values a slider can take."""
+
+MAX_PAIRS = 8
+
+
+def neighbour_pairs(tau_accept: float, tau_slim: float, step: float = STEP, limit: int = MAX_PAIRS) -> list[tuple]:
+    """Valid (tau_accept, tau_slim) pairs one or two notches away, nearest first."""
+    pairs = []
+    for da in range(-2, 3):
+        for ds in range(-2, 3):
+            a, s = round(tau_accept + da * step, 4), round(tau_slim + ds * step, 4)
+            if (da, ds) != (0, 0) and 0.0 <= s <= a <= 1.0:
+                pairs.append((abs(da) + abs(ds), abs(da) + abs(ds) > 1 and da * ds != 0, (a, s)))
+    return [pair for *_, pair in sorted(pairs)][:limit]
+
+
+class Prefetcher:
+    """One background job at a time; foreground model events pre-empt it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cancel = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.done: list[tuple[float, float]] = []  # pairs the last job finished (for tests and the status line)
+
+    @contextlib.contextmanager
+    def foreground(self) -> Iterator[None]:
+        """Enter before every model event: stops the background job and waits until it has exited."""
+        with self._lock:
+            self._cancel.set()
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout=30)  # it stops at its next round boundary
+        yield
+
+    def schedule(self, bundle: ModelBundle, prompt: str, config: DecodeConfig) -> None:
+        """Start warming the neighbours of `config`'s thresholds (VIA-SD only; other modes ignore them)."""
+        if config.mode != "via":
+            return
+        with self._lock:
+            self._cancel.set()  # a job still running (another visitor's) gives way to the newer one
+            self._cancel = threading.Event()
+            cancel = self._cancel
+            self.done = []
+            self._thread = threading.Thread(target=self._run, args=(bundle, prompt, config, cancel),
+                                            name="viasd-prefetch", daemon=True)
+            self._thread.start()
+
+    def _run(self, bundle: ModelBundle, prompt: str, config: DecodeConfig, cancel: threading.Event) -> None:
+        try:
+            for tau_accept, tau_slim in neighbour_pairs(config.tau_accept, config.tau_slim):
+                if cancel.is_set():
+                    return
+                trace = generate(bundle, prompt, config.with_(tau_accept=tau_accept, tau_slim=tau_slim),
+                                 should_stop=cancel.is_set)
+                if trace.stop_reason == "cancelled" or cancel.is_set():
+                    return
+                attach_fidelity(bundle, trace)  # fills the memo for the full model's teacher-forced pass too
+                self.done.append((tau_accept, tau_slim))
+        except Exception:  # a background helper must never take the app down
+            log.exception("prefetch failed")
+
+    def stop(self) -> None:
+        """Cancel the job and wait for it: a thread inside torch at interpreter exit aborts the process."""
+        self._cancel.set()
+        self.wait(timeout=30)
+
+    def wait(self, timeout: float = 120.0) -> None:
+        """Block until the current job ends (tests and benchmarks use this)."""
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+
+
+PREFETCHER = Prefetcher()
+atexit.register(PREFETCHER.stop)
