@@ -186,12 +186,17 @@ class _Decoder:
         return confidence(dists[j], int(torch.argmax(dists[j])), self.config.slim_signal)
 
     def models_info(self, bundle: ModelBundle) -> dict:
+        if self.drafter is None:
+            drafter = "none"
+        elif self.config.drafter == "ngram":
+            drafter = f"prompt lookup (n <= {self.config.ngram_size})"
+        elif self.config.drafter == "model":
+            drafter = bundle.drafter.name
+        else:
+            drafter = f"self ({self.draft_route.describe()})"
         return {
             "verifier": bundle.verifier.name,
-            "drafter": {"self": f"self ({self.draft_route.describe()})" if self.draft_route else "",
-                        "model": bundle.drafter.name if bundle.drafter else "",
-                        "ngram": f"prompt lookup (n <= {self.config.ngram_size})"}[self.config.drafter]
-            if self.drafter else "none",
+            "drafter": drafter,
             "slim_route": self.slim_route.describe(),
             "num_layers": self.full_route.num_layers,
             "device": str(bundle.verifier.device),

@@ -72,3 +72,13 @@ def test_command_line_reports_bad_input_in_one_line():
     assert result.returncode == 2
     assert result.stderr.strip().startswith("error: thresholds out of order")
     assert "Traceback" not in result.stderr
+
+
+def test_the_readme_python_snippet_runs(capsys):
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    snippet = re.search(r"```python\n(.*?)```", text, re.S).group(1).replace("max_new_tokens=64", "max_new_tokens=8")
+    exec(compile(snippet, "README.md", "exec"), {})
+    assert "rejection_rate" in capsys.readouterr().out

@@ -215,3 +215,18 @@ def test_local_folder_loads_and_family_is_checked(tmp_path):
     assert loaded.num_layers == 6
     trace = generate(ModelBundle(verifier=loaded), PROMPT, BASE.with_(mode="plain", max_new_tokens=5))
     assert len(trace.tokens) == 5
+
+
+def test_streaming_yields_each_round_and_a_stop_request_ends_the_run(bundle):
+    from core import iter_generate
+
+    config = mixed_config()
+    seen = []
+    for trace in iter_generate(bundle, PROMPT, config, replay=False):
+        seen.append(len(trace.tokens))
+    assert seen == sorted(seen) and len(set(seen)) > 3, "the trace grows round by round"
+    rounds_done = []
+    stopped = generate(bundle, PROMPT, config, replay=False,
+                       should_stop=lambda: rounds_done.append(1) or len(rounds_done) > 3)
+    assert stopped.stop_reason == "cancelled" and len(stopped.rounds) == 3
+    assert 0 < len(stopped.tokens) < 40
