@@ -230,3 +230,19 @@ def test_streaming_yields_each_round_and_a_stop_request_ends_the_run(bundle):
                        should_stop=lambda: rounds_done.append(1) or len(rounds_done) > 3)
     assert stopped.stop_reason == "cancelled" and len(stopped.rounds) == 3
     assert 0 < len(stopped.tokens) < 40
+
+
+def test_full_verifier_rejection_sampling_is_exact_in_distribution(bundle):
+    """SD's first token, over many seeds, follows the full model's own sampling distribution."""
+    config = BASE.with_(mode="sd", gamma=2, max_new_tokens=1, temperature=1.5, tau_accept=1.0, tau_slim=1.0)
+    ids = encode_prompt(bundle.verifier.tokenizer, PROMPT, chat_template=False)
+    with torch.inference_mode():
+        logits = bundle.verifier.model(input_ids=torch.tensor([ids])).logits[0, -1]
+    target = torch.softmax(logits / 1.5, dim=-1)
+    runs = 3000
+    counts = torch.zeros_like(target)
+    for seed in range(runs):  # the memo makes every run after the first cost no model pass
+        counts[generate(bundle, PROMPT, config.with_(seed=seed)).token_ids[0]] += 1
+    freq = counts / runs
+    tolerance = 4 * torch.sqrt(target * (1 - target) / runs) + 0.003
+    assert torch.all((freq - target).abs() <= tolerance), (freq - target).abs().max()
