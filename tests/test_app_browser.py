@@ -57,10 +57,17 @@ def _set_max_tokens(page, n: int) -> None:
     box = page.get_by_label("number input for Max new tokens")
     if not box.is_visible():
         page.get_by_text("Decoding settings").click()
-    box.fill(str(n))
-    box.press("Tab")
-    page.wait_for_function(  # the range input follows once the number is committed
-        "n => document.querySelector('#viasd-max-tokens input[type=range]')?.value === String(n)", arg=n)
+    box.wait_for(state="visible")
+    committed = "n => document.querySelector('#viasd-max-tokens input[type=range]')?.value === String(n)"
+    for _ in range(5):  # a freshly opened accordion may still be mounting and reset the value once
+        box.fill(str(n))
+        box.press("Tab")
+        try:
+            page.wait_for_function(committed, arg=n, timeout=3_000)
+            return
+        except Exception:
+            continue
+    raise AssertionError(f"could not set max new tokens to {n}")
 
 
 def _wait_status(page, pattern: str, timeout: float = 180_000) -> str:
