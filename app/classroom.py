@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 from collections.abc import Callable
 
-from app.render import OUTCOMES, _style
+from app.render import OUTCOMES, token_style
 from core import DecodeConfig
 from core.trace import TokenRecord, Trace
 
@@ -72,7 +72,7 @@ def round_view(trace: Trace | None, index: int, decode: Callable[[int], str]) ->
         if j < len(toks):
             t = toks[j]
             label = OUTCOMES.get(t.outcome, ("", t.outcome, ""))[1]
-            out = f'<span class="tok" style="{_style(t.outcome, t.tier)}">{html.escape(t.text)}</span>'
+            out = f'<span class="tok" style="{token_style(t.outcome, t.tier)}">{html.escape(t.text)}</span>'
             sentences.append(f"{j + 1}. " + explain_token(t, draft_text, tau_accept, tau_slim))
             rows.append(f"<tr><td>{j + 1}</td><td class='tokcell'>{html.escape(repr(draft_text))}</td>"
                         f"<td>{_conf(t.draft_confidence)}</td><td>{_conf(t.slim_confidence)}</td>"
@@ -83,7 +83,7 @@ def round_view(trace: Trace | None, index: int, decode: Callable[[int], str]) ->
                         "(or the text ended)</i></td></tr>")
     for t in toks[len(rnd.draft_tokens):]:  # bonus token, or the single token of plain decoding
         label = OUTCOMES.get(t.outcome, ("", t.outcome, ""))[1]
-        out = f'<span class="tok" style="{_style(t.outcome, t.tier)}">{html.escape(t.text)}</span>'
+        out = f'<span class="tok" style="{token_style(t.outcome, t.tier)}">{html.escape(t.text)}</span>'
         sentences.append(("" if not rnd.draft_tokens else "+ ") + explain_token(t, None, tau_accept, tau_slim))
         rows.append(f"<tr><td>+</td><td class='tokcell'>(none)</td><td>—</td><td>—</td><td>{t.tier}</td>"
                     f"<td>{html.escape(label)}</td><td class='tokcell'>{out}</td></tr>")

@@ -66,7 +66,7 @@ CSS = """
 """
 
 
-def _style(outcome: str, tier: int) -> str:
+def token_style(outcome: str, tier: int) -> str:
     colour = OUTCOMES.get(outcome, OUTCOMES["plain"])[0]
     line = "double" if outcome in REPLACED else "none" if outcome == "plain" else TIER_UNDERLINE.get(tier, "solid")
     return f"background-color: {colour}40; border-bottom-style: {line}; border-bottom-color: {colour};"
@@ -88,7 +88,7 @@ def token_title(t: TokenRecord) -> str:
 def token_span(t: TokenRecord, extra_class: str = "") -> str:
     """One token as a styled span with a tooltip and data attributes."""
     classes = " ".join(c for c in ("tok", "replaced" if t.outcome in REPLACED else "", extra_class) if c)
-    return (f'<span class="{classes}" style="{_style(t.outcome, t.tier)}" data-pos="{t.position}" '
+    return (f'<span class="{classes}" style="{token_style(t.outcome, t.tier)}" data-pos="{t.position}" '
             f'data-round="{t.round}" data-tier="{t.tier}" data-outcome="{t.outcome}" '
             f'title="{html.escape(token_title(t), quote=True)}">{html.escape(t.text) or "&#8203;"}</span>')
 
@@ -119,7 +119,7 @@ def legend_html(trace: Trace | None = None) -> str:
         cls = "tok replaced" if outcome in REPLACED else "tok"
         count = f' <span class="count">×{counts[outcome]}</span>' if trace is not None else ""
         items.append(f'<span class="item" title="{html.escape(meaning)}"><span class="{cls}" '
-                     f'style="{_style(outcome, tiers[outcome])}">{html.escape(label)}</span>{count}</span>')
+                     f'style="{token_style(outcome, tiers[outcome])}">{html.escape(label)}</span>{count}</span>')
     key = ('<span class="item">underline: ··· tier 1 · - - tier 2 · ── tier 3 · ══ draft token replaced</span>')
     return f'<div class="viasd-legend" id="viasd-legend">{"".join(items)}{key}</div>'
 

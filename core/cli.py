@@ -71,6 +71,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default=EMBEDDED_ID, help="verifier: embedded default, a Hub id or a local folder")
     p.add_argument("--drafter", default="self", choices=list(DRAFTERS))
     p.add_argument("--drafter-model", help="Hub id or folder of a separate drafter (implies --drafter model)")
+    p.add_argument("--device", help="cpu or cuda (default: cuda when present)")
+    p.add_argument("--dtype", choices=["float32", "bfloat16", "float16"],
+                   help="default: float32 on CPU, bfloat16 on CUDA; float32 keeps classic SD exact")
     p.add_argument("--draft-route", default=DecodeConfig.draft_route)
     p.add_argument("--slim-route", default=DecodeConfig.slim_route)
     p.add_argument("--gamma", type=int, default=DecodeConfig.gamma)
@@ -99,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
             temperature=args.temperature, top_p=args.top_p, seed=args.seed,
             chat_template=not args.no_chat_template).validate()
         print(f"loading {args.model} ...", file=sys.stderr)
-        bundle = load_bundle(args.model, args.drafter_model)
+        bundle = load_bundle(args.model, args.drafter_model, args.device, args.dtype)
         from core.sweep import compare
 
         if args.mode == "all":

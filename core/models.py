@@ -33,16 +33,27 @@ SUPPORTED_FAMILIES = ("llama", "qwen2", "qwen3", "mistral", "gemma", "gemma2", "
 """Decoder-only families whose layer loop the router has been checked against (see README)."""
 
 
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
 def cache_dir() -> Path:
     """Where downloaded and converted weights live; `VIASD_CACHE_DIR` overrides the default."""
     return Path(os.environ.get("VIASD_CACHE_DIR", Path.home() / ".cache" / "via-sd-explorer"))
 
 
-def pick_device(device: str | None = None) -> tuple[torch.device, torch.dtype]:
-    """CUDA in bf16 (fp16 where bf16 is missing) when present, else CPU in fp32 for exactness."""
+def pick_device(device: str | None = None, dtype: str | None = None) -> tuple[torch.device, torch.dtype]:
+    """CUDA in bf16 (fp16 where bf16 is missing) when present, else CPU in fp32 for exactness.
+
+    Pass dtype="float32" on CUDA for exactness demonstrations: in bf16, scoring several tokens in
+    one pass rounds differently from one at a time, so classic SD can drift from plain greedy.
+    """
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
     dev = torch.device(device)
+    if dtype is not None:
+        if dtype not in DTYPES:
+            raise ModelLoadError(f"unknown dtype '{dtype}': use {', '.join(DTYPES)}")
+        return dev, DTYPES[dtype]
     if dev.type == "cuda":
         return dev, torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     return dev, torch.float32
@@ -159,7 +170,7 @@ def hub_reachable(timeout: float = 3.0) -> bool:
         return False
 
 
-def load_model(name: str = EMBEDDED_ID, device: str | None = None) -> LoadedModel:
+def load_model(name: str = EMBEDDED_ID, device: str | None = None, dtype: str | None = None) -> LoadedModel:
     """Load a causal LM by name: the embedded default, a local folder, or a Hub id.
 
     Any failure becomes one ModelLoadError line (unknown id, no network, unsupported family).
@@ -168,7 +179,7 @@ def load_model(name: str = EMBEDDED_ID, device: str | None = None) -> LoadedMode
 
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    dev, dtype = pick_device(device)
+    dev, dtype = pick_device(device, dtype)
     start = time.perf_counter()
     name = name.strip()
     if not name:
@@ -193,10 +204,11 @@ def load_model(name: str = EMBEDDED_ID, device: str | None = None) -> LoadedMode
                        load_seconds=time.perf_counter() - start)
 
 
-def load_bundle(verifier: str = EMBEDDED_ID, drafter: str | None = None, device: str | None = None) -> ModelBundle:
+def load_bundle(verifier: str = EMBEDDED_ID, drafter: str | None = None, device: str | None = None,
+                dtype: str | None = None) -> ModelBundle:
     """Load the verifier (and an optional separate drafter) once; every run reuses the bundle."""
-    main = load_model(verifier, device)
-    extra = load_model(drafter, device) if drafter else None
+    main = load_model(verifier, device, dtype)
+    extra = load_model(drafter, device, dtype) if drafter else None
     return ModelBundle(verifier=main, drafter=extra)
 
 
