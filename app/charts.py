@@ -56,7 +56,7 @@ def confidence_figure(trace: Trace | None, tau_accept: float, tau_slim: float) -
     fig.add_annotation(x=tau_accept, y=1.5, text=f"τ_accept = {tau_accept:.2f}", showarrow=False, yanchor="bottom")
     fig.add_annotation(x=tau_slim, y=-0.5, text=f"τ_slim = {tau_slim:.2f}", showarrow=False, yanchor="top")
     fig.update_xaxes(range=[-0.02, 1.02], title="confidence")
-    fig.update_yaxes(tickvals=list(rows.values()), ticktext=list(rows.keys()), range=[-0.75, 1.75])
+    fig.update_yaxes(tickvals=list(rows.values()), ticktext=list(rows.keys()), range=[-0.95, 1.8])
     if trace is None or not trace.tokens:
         fig.add_annotation(x=0.5, y=0.5, text="run a generation to see confidences", showarrow=False)
     return _layout(fig, "Confidence vs thresholds")
@@ -81,7 +81,7 @@ def timeline_figure(trace: Trace | None) -> go.Figure:
                                  line={"color": "#000000", "dash": "dot" if replayed else "solid"}),
                       secondary_y=True)
         fig.add_hline(y=1.0, line_dash="dot", line_color="#999999", annotation_text="1 plain token",
-                      secondary_y=False)
+                      annotation_position="top left", secondary_y=False)
     else:
         fig.add_annotation(x=0.5, y=0.5, xref="paper", yref="paper", text="run a generation to see its rounds",
                            showarrow=False)
