@@ -168,3 +168,18 @@ def test_neighbouring_threshold_pairs_are_prefetched_so_a_one_notch_drag_compute
     result = app_client.predict(PROMPT, *SETTINGS[:-2] + [0.5, 0.3], api_name="/reroute")
     assert "Re-routed" in result[1]
     assert memo.misses == misses, "every prediction of the neighbouring pair should come from the memo"
+
+
+def test_two_visitors_at_once_both_get_their_own_complete_run(app_url: str) -> None:
+    """Model events queue behind one slot; neither visitor's run is lost or mixed with the other's."""
+    from gradio_client import Client
+
+    first, second = Client(app_url, verbose=False), Client(app_url, verbose=False)
+    job_a = first.submit("What is 15 percent of 80?", *SETTINGS, api_name="/generate")
+    job_b = second.submit("Give me three tips for sleeping better.", *SETTINGS[:-2] + [1.0, 1.0],
+                          api_name="/generate")
+    result_a, result_b = job_a.result(timeout=600), job_b.result(timeout=600)
+    spans_a, _ = _check_main(result_a[:8], expect_tokens=16)
+    spans_b, metrics_b = _check_main(result_b[:8], expect_tokens=16)
+    assert {s["tier"] for s in spans_b} == {3} and metrics_b["identical_to_full"] is True
+    assert "15 percent" not in result_b[0] and result_a[0] != result_b[0]
