@@ -54,15 +54,25 @@ def test_fidelity_of_a_sampled_run_is_against_the_greedy_reference(bundle):
     assert 0 <= fidelity.common_prefix <= 16
 
 
-def test_command_line_prints_coloured_legend_and_metrics_side_by_side():
+def test_command_line_prints_coloured_legend_and_metrics_side_by_side(tmp_path):
+    import json
+
+    from core import Trace
+
     env = dict(os.environ, PYTHONPATH=os.getcwd())
+    out_json = tmp_path / "traces.json"
     result = subprocess.run([sys.executable, "-m", "core", "--mode", "all", "--max-new-tokens", "12",
-                             "--example", "math:0"], capture_output=True, text=True, env=env, timeout=300)
+                             "--example", "math:0", "--json", str(out_json)],
+                            capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     out = result.stdout
     assert "--- plain" in out and "--- sd" in out and "--- via" in out
     assert "[1] direct accept" in out  # not a TTY: plain-text tier tags
     assert "rejection rate" in out and "modelled speed-up" in out and "measured speed-up vs plain" in out
+    traces = [Trace.from_json(json.dumps(t)) for t in json.loads(out_json.read_text())]
+    assert [t.config["mode"] for t in traces] == ["plain", "sd", "via"]
+    assert traces[1].token_ids == traces[0].token_ids  # classic SD is exact
+    assert f"{traces[0].tokens[0].text}[3]" in out  # plain-text output tags each token with its tier
 
 
 def test_command_line_reports_bad_input_in_one_line():
