@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from app.render import OUTCOMES
+from core.metrics import summarize
 from core.trace import Trace
 
 FONT = {"size": 15}
@@ -75,7 +76,7 @@ def timeline_figure(trace: Trace | None) -> go.Figure:
                                                 "ran: %{customdata[1]} · kept %{customdata[2]} drafts, "
                                                 "emitted %{customdata[3]}<extra>" + role + "</extra>")),
                           secondary_y=False)
-        replayed = any(c.from_memo for r in trace.rounds for c in r.calls)
+        replayed = not summarize(trace)["timing_complete"]  # the one definition, in core.metrics
         fig.add_trace(go.Scatter(x=df["round"], y=df["wall_s"] * 1000, mode="lines+markers",
                                  name="wall time, ms (measured)" + (" — replayed, not meaningful" if replayed else ""),
                                  line={"color": "#000000", "dash": "dot" if replayed else "solid"}),

@@ -11,7 +11,7 @@ import argparse
 import statistics
 
 from core.config import DecodeConfig
-from core.metrics import summarize
+from core.metrics import measured_speedup, summarize
 from core.models import EMBEDDED_ID, load_bundle
 from core.sweep import compare
 
@@ -44,12 +44,11 @@ def main(argv: list[str] | None = None) -> None:
                 config = DecodeConfig(drafter=drafter, gamma=args.gamma, tau_accept=args.tau_accept,
                                       tau_slim=args.tau_slim, max_new_tokens=args.max_new_tokens)
                 traces = compare(bundle, prompt.text, config, replay=False)
-                base = summarize(traces["plain"])["tokens_per_s"]
                 for mode, trace in traces.items():
                     if mode == "plain" and drafter != args.drafters.split(",")[0]:
                         continue
                     m = summarize(trace)
-                    measured = m["tokens_per_s"] / base if base else 0.0
+                    measured = measured_speedup(trace, traces["plain"]) or 0.0
                     summary.setdefault((drafter if mode != "plain" else "-", mode), []).append(measured)
                     print(f"{family + ' ' + str(prompt.index + 1):17}{drafter if mode != 'plain' else '-':8}"
                           f"{mode:6}{m['tokens_per_s']:8.1f}{measured:8.2f}x{m['modelled_speedup']:9.2f}x"

@@ -10,7 +10,7 @@ from core.confidence import SIGNALS
 from core.config import DRAFTERS, DecodeConfig
 from core.errors import ViaSdError
 from core.limits import MAX_NEW_TOKENS
-from core.metrics import summarize
+from core.metrics import measured_speedup, summarize
 from core.models import EMBEDDED_ID, load_bundle
 from core.trace import Trace
 
@@ -50,14 +50,14 @@ ROWS = [("tokens", "tokens", "{:d}"), ("measured tokens/s", "tokens_per_s", "{:.
 def metrics_table(traces: dict[str, Trace]) -> str:
     """Metrics side by side, one column per run; measured and modelled numbers labelled as such."""
     summaries = {name: summarize(t) for name, t in traces.items()}
-    plain = summaries.get("plain")
     width = max(len(r[0]) for r in ROWS) + 2
     lines = ["".ljust(width) + "".join(name.rjust(12) for name in summaries)]
     for label, key, fmt in ROWS:
         cells = [fmt.format(m[key]) if key in m else "-" for m in summaries.values()]
         lines.append(label.ljust(width) + "".join(c.rjust(12) for c in cells))
-    if plain and plain["tokens_per_s"]:
-        cells = [f"{m['tokens_per_s'] / plain['tokens_per_s']:.2f}x" for m in summaries.values()]
+    ratios = [measured_speedup(t, traces["plain"]) for t in traces.values()] if "plain" in traces else [None]
+    if None not in ratios:
+        cells = [f"{r:.2f}x" for r in ratios]
         lines.append("measured speed-up vs plain".ljust(width) + "".join(c.rjust(12) for c in cells))
     return "\n".join(lines)
 

@@ -85,6 +85,7 @@ class _Decoder:
         self.replay = replay
         memo = bundle.memo
         self.cost = CostModel(verifier.model)
+        self.call_cost: dict[str, float] = {}
         self.sampler = Sampler(config.temperature, config.top_p, config.seed)
         self.stop_ids = stop_token_ids(bundle)
         key = f"{verifier.name}|{verifier.dtype}"
@@ -96,7 +97,9 @@ class _Decoder:
         self.tau_accept, self.tau_slim = config.effective_thresholds()
 
     def _scorer(self, role: str, model: torch.nn.Module, route: LayerRoute, memo: object, key: str) -> Scorer:
-        return Scorer(role, model, route, memo, key, read_memo=self.replay)
+        scorer = Scorer(role, model, route, memo, key, read_memo=self.replay)
+        self.call_cost[role] = self.cost.call_cost(model, route)  # fixed per (model, route): priced once
+        return scorer
 
     def _make_drafter(self, bundle: ModelBundle, memo: object, key: str) -> tuple[object, LayerRoute | None]:
         c = self.config
@@ -117,7 +120,7 @@ class _Decoder:
 
     def record(self, scorer: Scorer, call: ScorerCall) -> CallRecord:
         return CallRecord(role=scorer.role, tokens_processed=call.tokens_processed, layers=call.layers,
-                          cost_units=self.cost.call_cost(scorer.model, scorer.route), wall_s=call.wall_s,
+                          cost_units=self.call_cost[scorer.role], wall_s=call.wall_s,
                           from_memo=call.from_memo)
 
     def run_round(self, tokens: list[int], budget: int, index: int) -> tuple[list[TokenRecord], RoundRecord]:
@@ -231,7 +234,7 @@ def iter_generate(bundle: ModelBundle, prompt: str, config: DecodeConfig, *, rep
     decoder = _Decoder(bundle, config, replay)
     prompt_ids = encode_prompt(bundle.verifier.tokenizer, prompt, config.chat_template)
     trace = Trace(prompt=prompt, prompt_token_count=len(prompt_ids), config=config.to_dict(),
-                  models=decoder.models_info(bundle), replayed=replay)
+                  models=decoder.models_info(bundle))
     pieces = _TextPieces(bundle.verifier.tokenizer)
     tokens = list(prompt_ids)
     with Stopwatch(bundle.verifier.device) as total:

@@ -66,7 +66,8 @@ def summarize(trace: Trace) -> dict[str, float | int | bool | str]:
     return out
 
 
-def speedup(trace: Trace, baseline: Trace) -> float:
-    """Measured wall-clock speed-up of `trace` over `baseline` (tokens/s ratio, same run)."""
+def measured_speedup(trace: Trace, baseline: Trace) -> float | None:
+    """Wall-clock speed-up of `trace` over `baseline` (tokens/s ratio; run them side by side).
+    None when the baseline has no measured time."""
     mine, base = summarize(trace)["tokens_per_s"], summarize(baseline)["tokens_per_s"]
-    return mine / base if base else 0.0
+    return mine / base if base else None

@@ -30,11 +30,6 @@ class LayerRoute:
     name: str = "custom"
 
     @property
-    def fraction(self) -> float:
-        """Share of decoder layers that run."""
-        return len(self.layers) / self.num_layers
-
-    @property
     def skipped(self) -> tuple[int, ...]:
         return tuple(i for i in range(self.num_layers) if i not in self.layers)
 

@@ -103,7 +103,3 @@ class Scorer:
             if excess > 0:
                 layer.crop(-excess)
         self._cache_tokens = self._cache_tokens[:length]
-
-    def cache_length(self) -> int:
-        """Tokens held by the physical cache (for consistency checks in tests)."""
-        return len(self._cache_tokens)

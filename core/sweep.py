@@ -14,7 +14,7 @@ import pandas as pd
 from core.config import DecodeConfig
 from core.engine import generate
 from core.fidelity import attach_fidelity
-from core.metrics import summarize
+from core.metrics import measured_speedup, summarize
 from core.models import ModelBundle
 from core.trace import Trace
 
@@ -44,7 +44,6 @@ def compare(bundle: ModelBundle, prompt: str, config: DecodeConfig, *, replay: b
 
 def comparison_table(traces: dict[str, Trace]) -> pd.DataFrame:
     """One row per mode with the headline metrics; speed-ups are over the plain run in `traces`."""
-    plain = summarize(traces["plain"]) if "plain" in traces else None
     rows = []
     for mode, trace in traces.items():
         m = summarize(trace)
@@ -52,8 +51,7 @@ def comparison_table(traces: dict[str, Trace]) -> pd.DataFrame:
             "mode": mode,
             "tokens": m["tokens"],
             "tokens/s (measured)": m["tokens_per_s"],
-            "speed-up (measured)": (m["tokens_per_s"] / plain["tokens_per_s"]
-                                    if plain and plain["tokens_per_s"] else None),
+            "speed-up (measured)": measured_speedup(trace, traces["plain"]) if "plain" in traces else None,
             "speed-up (modelled accelerator)": m["modelled_speedup"],
             "rejection rate": m["rejection_rate"],
             "mean accepted length": m["mean_accepted_length"],

@@ -79,7 +79,6 @@ class Trace:
     rounds: list[RoundRecord] = field(default_factory=list)
     wall_s: float = 0.0
     stop_reason: str = "running"  # eos | max_new_tokens | cancelled | running
-    replayed: bool = False  # True when predictions were allowed to come from the memo
     fidelity: Fidelity | None = None
 
     @property
