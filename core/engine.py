@@ -44,7 +44,7 @@ from core.models import ModelBundle
 from core.routing import LayerRoute, resolve_route
 from core.sampling import Sampler, verify
 from core.scorer import Scorer, ScorerCall
-from core.tiers import Outcome, Tier, assign_tier, outcome_of
+from core.tiers import Outcome, Reason, Tier, assign_tier, outcome_of
 from core.timing import Stopwatch
 from core.trace import CallRecord, RoundRecord, TokenRecord, Trace
 
@@ -150,10 +150,12 @@ class _Decoder:
                 run_slim()
             return confidence(slim_q[j], int(torch.argmax(slim_q[j])), self.config.slim_signal)
 
-        emitted: list[tuple[int, Tier, Outcome]] = []
+        emitted: list[tuple[int, Tier, Outcome, Reason]] = []
         for j, token in enumerate(draft.tokens):
-            tier = assign_tier(draft.confidences[j], lambda j=j: slim_confidence(j),
-                               self.tau_accept, self.tau_slim, full_already_ran=bool(full_q))
+            routing = assign_tier(draft.confidences[j], lambda j=j: slim_confidence(j),
+                                  self.tau_accept, self.tau_slim, full_already_ran=bool(full_q),
+                                  stop_token=token in self.stop_ids)
+            tier = routing.tier
             p = draft.probs[j] if draft.probs else None
             if tier is Tier.DRAFT:
                 accepted, out = True, token
@@ -163,7 +165,7 @@ class _Decoder:
                 if not full_q:
                     run_full()
                 accepted, out = verify(self.sampler, full_q[j], token, p)
-            emitted.append((out, tier, outcome_of(tier, accepted)))
+            emitted.append((out, tier, outcome_of(tier, accepted), routing.reason))
             round_.accepted += accepted
             if not accepted or out in self.stop_ids:
                 break
@@ -172,12 +174,14 @@ class _Decoder:
                 if not full_q:
                     run_full()
                 bonus = self.sampler.pick(full_q[len(draft.tokens)])
-                emitted.append((bonus, Tier.FULL, Outcome.FULL_BONUS if draft.tokens else Outcome.PLAIN))
+                emitted.append((bonus, Tier.FULL, Outcome.FULL_BONUS if draft.tokens else Outcome.PLAIN,
+                                Reason.BONUS if draft.tokens else Reason.NO_DRAFT))
 
         records = []
-        for j, (token, tier, outcome) in enumerate(emitted):
+        for j, (token, tier, outcome, reason) in enumerate(emitted):
             records.append(TokenRecord(
                 position=n + j, token_id=token, text="", round=index, tier=int(tier), outcome=outcome.value,
+                reason=reason.value,
                 draft_confidence=draft.confidences[j] if j < len(draft.tokens) else None,
                 slim_confidence=self._conf(slim_q, j), full_confidence=self._conf(full_q, j)))
         round_.emitted = len(records)

@@ -1,9 +1,15 @@
-"""The tier vocabulary and the pure routing rule; the engine's round applies it token by token."""
+"""The tier vocabulary and the pure routing rule; the engine's round applies it token by token.
+
+Every name a trace, a chart or a caption uses for "who decided" and "why" is defined here once:
+`Tier` (who), `Outcome` (what it did) and `Reason` (why that tier, recorded by the engine so that
+nobody downstream re-derives it from confidences and thresholds).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from enum import IntEnum, StrEnum
+from dataclasses import dataclass
+from enum import Enum, IntEnum
 
 
 class Tier(IntEnum):
@@ -14,7 +20,14 @@ class Tier(IntEnum):
     FULL = 3  # tier 3: the full verifier decided
 
 
-class Outcome(StrEnum):
+class _Word(str, Enum):
+    """A string enum that prints as its value (Python 3.10 has no `enum.StrEnum`)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class Outcome(_Word):
     """What the resolving tier did with the token."""
 
     DIRECT_ACCEPT = "direct-accepted"
@@ -24,6 +37,18 @@ class Outcome(StrEnum):
     FULL_CORRECT = "full-corrected"
     FULL_BONUS = "full-bonus"
     PLAIN = "plain"
+
+
+class Reason(_Word):
+    """Why a token went to the tier that resolved it (recorded per token in the trace)."""
+
+    DRAFT_CONFIDENT = "draft-confident"  # tier 1: drafter confidence >= tau_accept
+    SLIM_CONFIDENT = "slim-confident"  # tier 2: drafter below tau_accept, slim confidence >= tau_slim
+    NOT_CONFIDENT = "not-confident"  # tier 3: below tau_accept and below tau_slim (or those tiers off)
+    FREE_VERDICT = "free-verdict"  # tier 3: the full pass already ran this round; its verdict costs nothing
+    STOP_TOKEN = "stop-token"  # tier 3: a stop token skips tier 1 (it would end the answer unverified)
+    BONUS = "bonus"  # tier 3: the full pass's own next token after a fully kept draft
+    NO_DRAFT = "no-draft"  # tier 3: nothing was drafted (plain decoding, or no prompt-lookup match)
 
 
 OUTCOME_TIER = {
@@ -36,6 +61,24 @@ OUTCOME_TIER = {
     Outcome.PLAIN: Tier.FULL,
 }
 
+REASON_TIER = {
+    Reason.DRAFT_CONFIDENT: Tier.DRAFT,
+    Reason.SLIM_CONFIDENT: Tier.SLIM,
+    Reason.NOT_CONFIDENT: Tier.FULL,
+    Reason.FREE_VERDICT: Tier.FULL,
+    Reason.STOP_TOKEN: Tier.FULL,
+    Reason.BONUS: Tier.FULL,
+    Reason.NO_DRAFT: Tier.FULL,
+}
+
+
+@dataclass(frozen=True)
+class Routing:
+    """The routing rule's answer for one draft token: the tier that decides it, and why."""
+
+    tier: Tier
+    reason: Reason
+
 
 def fires(confidence: float, threshold: float) -> bool:
     """A tier takes a token when confidence >= threshold; threshold 1.0 switches the tier off."""
@@ -43,16 +86,16 @@ def fires(confidence: float, threshold: float) -> bool:
 
 
 def assign_tier(draft_confidence: float, slim_confidence: Callable[[], float], tau_accept: float,
-                tau_slim: float, full_already_ran: bool) -> Tier:
+                tau_slim: float, *, full_already_ran: bool, stop_token: bool = False) -> Routing:
     """Route one draft token. `slim_confidence` is called only when tier 2 is consulted,
     because computing it means running the slim verifier."""
     if full_already_ran:
-        return Tier.FULL  # its verdict is exact and already paid for this round
-    if fires(draft_confidence, tau_accept):
-        return Tier.DRAFT
+        return Routing(Tier.FULL, Reason.FREE_VERDICT)
+    if not stop_token and fires(draft_confidence, tau_accept):  # a stop token ends the answer: never unverified
+        return Routing(Tier.DRAFT, Reason.DRAFT_CONFIDENT)
     if tau_slim < 1.0 and fires(slim_confidence(), tau_slim):  # check first: scoring runs the slim verifier
-        return Tier.SLIM
-    return Tier.FULL
+        return Routing(Tier.SLIM, Reason.SLIM_CONFIDENT)
+    return Routing(Tier.FULL, Reason.STOP_TOKEN if stop_token else Reason.NOT_CONFIDENT)
 
 
 def outcome_of(tier: Tier, accepted: bool) -> Outcome:

@@ -19,6 +19,7 @@ class TokenRecord:
     round: int
     tier: int  # 1 direct accept, 2 slim verifier, 3 full verifier
     outcome: str  # a core.tiers.Outcome value
+    reason: str  # a core.tiers.Reason value: why this tier decided (recorded, never re-derived)
     draft_confidence: float | None = None
     slim_confidence: float | None = None
     full_confidence: float | None = None

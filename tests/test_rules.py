@@ -26,20 +26,20 @@ def test_threshold_one_switches_a_tier_off_and_zero_takes_everything():
 
 
 def test_tier_one_fires_without_running_the_slim_verifier():
-    assert assign_tier(0.95, never, 0.9, 0.5, full_already_ran=False) is Tier.DRAFT
+    assert assign_tier(0.95, never, 0.9, 0.5, full_already_ran=False).tier is Tier.DRAFT
 
 
 def test_slim_is_not_consulted_when_switched_off():
-    assert assign_tier(0.1, never, 0.9, 1.0, full_already_ran=False) is Tier.FULL
+    assert assign_tier(0.1, never, 0.9, 1.0, full_already_ran=False).tier is Tier.FULL
 
 
 def test_slim_decides_when_confident_else_full():
-    assert assign_tier(0.1, lambda: 0.8, 0.9, 0.6, full_already_ran=False) is Tier.SLIM
-    assert assign_tier(0.1, lambda: 0.5, 0.9, 0.6, full_already_ran=False) is Tier.FULL
+    assert assign_tier(0.1, lambda: 0.8, 0.9, 0.6, full_already_ran=False).tier is Tier.SLIM
+    assert assign_tier(0.1, lambda: 0.5, 0.9, 0.6, full_already_ran=False).tier is Tier.FULL
 
 
 def test_a_full_verdict_already_paid_for_decides():
-    assert assign_tier(0.99, never, 0.9, 0.6, full_already_ran=True) is Tier.FULL
+    assert assign_tier(0.99, never, 0.9, 0.6, full_already_ran=True).tier is Tier.FULL
 
 
 def test_outcomes_name_tier_and_decision():
@@ -114,7 +114,7 @@ def test_rejection_sampling_emits_the_target_distribution(with_p):
 
 
 def _trace() -> Trace:
-    tokens = [TokenRecord(i, 10 + i, "x", r, tier, outcome) for i, (r, tier, outcome) in enumerate([
+    tokens = [TokenRecord(i, 10 + i, "x", r, tier, outcome, "") for i, (r, tier, outcome) in enumerate([
         (0, 1, "direct-accepted"), (0, 2, "slim-regenerated"),
         (1, 1, "direct-accepted"), (1, 3, "full-accepted"), (1, 3, "full-bonus")])]
     rounds = [
