@@ -1,0 +1,207 @@
+"""Lossy verification rules (core.policies) on hand-made distributions: no model.
+
+Each rule's decisions, its reduction to classic speculative decoding at its exact setting, and,
+under sampling, that a speculative cascade emits exactly its mixed target pi at a position.
+"""
+
+import math
+from dataclasses import astuple
+
+import pytest
+import torch
+
+from core.errors import ConfigError
+from core.policies import LOSSY_RULES, BildRule, CascadeRule, Verdict, Why, check_alpha, exact_alpha, make_rule
+from core.sampling import Sampler, verify
+
+Q = torch.tensor([0.5, 0.3, 0.2, 0.0])  # the verifier: argmax 0, -log q = 0.69, 1.20, 1.61, inf
+
+
+def judge(rule, q, token, p=None) -> tuple[bool, int, str]:
+    return astuple(rule.judge(q, token, p, int(torch.argmax(q))))
+
+
+def random_pairs(n: int, vocab: int = 6, seed: int = 0) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Drafter/verifier pairs, flat to peaked; some drafters certain to float precision (max p == 1.0)."""
+    g = torch.Generator().manual_seed(seed)
+    pairs = []
+    for i in range(n):
+        sharp = 1.0 + 30.0 * float(torch.rand((), generator=g)) if i % 3 == 0 else 1.0
+        p = torch.softmax(torch.randn(vocab, generator=g) * sharp, -1)
+        q = torch.softmax(torch.randn(vocab, generator=g) * 2.0, -1)
+        pairs.append((p, q))
+    return pairs
+
+
+# --- BiLD ---------------------------------------------------------------------------------------
+
+def test_bild_keeps_the_argmax_and_tokens_within_the_rollback_distance():
+    rule = BildRule(Sampler(), rollback=1.3)
+    assert judge(rule, Q, 0) == (True, 0, Why.ARGMAX.value)
+    assert rule.distance(Q, 1) == pytest.approx(-math.log(0.3))
+    assert judge(rule, Q, 1) == (True, 1, Why.WITHIN_ROLLBACK.value), "-log 0.3 = 1.20 <= 1.3"
+    assert judge(rule, Q, 2) == (False, 0, Why.ROLLED_BACK.value), "-log 0.2 = 1.61 > 1.3: the argmax replaces it"
+    assert judge(rule, Q, 3)[0] is False, "a token the verifier gives no probability is always rolled back"
+    assert judge(BildRule(Sampler(), rollback=2.0), Q, 2)[0]
+
+
+def test_bild_rollback_zero_is_classic_greedy_sd():
+    rule = BildRule(Sampler(), rollback=0.0)
+    for p, q in random_pairs(60):
+        for token in range(q.numel()):
+            best = int(torch.argmax(q))
+            assert judge(rule, q, token, p)[:2] == (token == best, best)
+
+
+def test_bild_rollback_zero_is_classic_sd_under_sampling_draw_for_draw():
+    bild, plain = Sampler(temperature=1.0, seed=5), Sampler(temperature=1.0, seed=5)
+    rule = BildRule(bild, rollback=0.0)
+    for p, q in random_pairs(60):
+        token = int(torch.multinomial(p, 1, generator=plain.generator))
+        torch.multinomial(p, 1, generator=bild.generator)  # keep the two streams in step
+        assert judge(rule, q, token, p)[:2] == verify(plain, q, token, p)
+
+
+def test_bild_under_sampling_keeps_within_rollback_and_otherwise_rejection_samples():
+    sampler = Sampler(temperature=1.0, seed=0)
+    rule = BildRule(sampler, rollback=1.3)
+    p = torch.tensor([0.05, 0.9, 0.05, 0.0])  # q/p = 1/3 at token 1: plain SD would often reject it
+    assert all(judge(rule, Q, 1, p)[0] for _ in range(200))
+    outcomes = [judge(rule, Q, 2, torch.tensor([0.0, 0.0, 1.0, 0.0])) for _ in range(2000)]
+    kept = sum(v[0] for v in outcomes) / len(outcomes)
+    assert kept == pytest.approx(0.2, abs=0.04), "beyond the rollback distance: accepted w.p. q/p = 0.2"
+
+
+# --- Speculative cascades: decisions ------------------------------------------------------------
+
+P = torch.tensor([0.9, 0.1, 0.0, 0.0])  # a confident drafter that disagrees with the verifier
+QC = torch.tensor([0.2, 0.6, 0.2, 0.0])  # max q 0.6; gap max q - max p = -0.3; TV(P, QC) = 0.7
+
+
+@pytest.mark.parametrize("deferral, alpha, defers", [
+    ("chow", 0.05, True),  # 0.9 < 1 - 0.05
+    ("chow", 0.2, False),  # 0.9 >= 0.8
+    ("diff", -0.5, True),  # -0.3 > -0.5
+    ("diff", 0.0, False),
+    ("opt", -0.5, True),  # -0.3 > -0.35
+    ("opt", -0.4, False),  # -0.3 <= -0.28
+    ("opt", 0.0, False),
+])
+def test_cascade_deferral_rules_on_a_hand_made_position(deferral, alpha, defers):
+    rule = CascadeRule(Sampler(), deferral, alpha)
+    assert rule.defers(QC, P) is defers
+    assert torch.equal(rule.target(QC, 0, P), QC if defers else P)
+    verdict = judge(rule, QC, 0, P)  # the greedy drafter drafted its argmax, token 0; the verifier prefers 1
+    if defers:
+        assert verdict == (False, 1, Why.DEFERRED_REPLACED.value)
+    else:
+        assert verdict == (True, 0, Why.NOT_DEFERRED.value)
+
+
+def test_cascade_opt_reads_total_variation():
+    rule = CascadeRule(Sampler(), "opt", -0.45)
+    assert rule.defers(QC, P), "-0.3 > -0.45 * 0.7 = -0.315"
+    assert not CascadeRule(Sampler(), "opt", -0.42).defers(QC, P), "-0.3 <= -0.42 * 0.7 = -0.294"
+
+
+@pytest.mark.parametrize("name", ["cascade-chow", "cascade-diff", "cascade-opt"])
+def test_cascade_never_defers_at_alpha_one(name):
+    rule = make_rule(name, Sampler(), 1.0)
+    assert not any(rule.defers(q, p) for p, q in random_pairs(60))
+
+
+def test_prompt_lookup_counts_as_a_one_hot_drafter():
+    q_flat = torch.tensor([0.3, 0.3, 0.2, 0.2])
+    q_sure = torch.tensor([0.05, 0.9, 0.05, 0.0])
+    chow = CascadeRule(Sampler(), "chow", 0.0)
+    assert judge(chow, q_sure, 2)[0], "max p = 1: Chow trusts every copied token for alpha >= 0"
+    assert not judge(CascadeRule(Sampler(), "chow", -1.0), q_sure, 2)[0]
+    diff = CascadeRule(Sampler(), "diff", -0.2)  # defers when max q > 0.8
+    assert judge(diff, q_flat, 2)[0] and not judge(diff, q_sure, 2)[0]
+    opt = CascadeRule(Sampler(), "opt", -0.5)  # defers when max q - 1 > -0.5 * (1 - q(x))
+    assert judge(opt, q_flat, 2)[0], "-0.7 <= -0.4"
+    assert not judge(opt, q_sure, 0)[0], "-0.1 > -0.475"
+    assert judge(BildRule(Sampler(), 2.0), q_flat, 2)[0], "BiLD reads only q"
+
+
+# --- Reduction to classic SD at each rule's exact setting ---------------------------------------
+
+@pytest.mark.parametrize("name", sorted(LOSSY_RULES))
+def test_every_rule_is_classic_greedy_sd_at_its_exact_setting(name):
+    rule = make_rule(name, Sampler(), exact_alpha(name))
+    pairs = random_pairs(90)
+    assert any(float(p.max()) == 1.0 for p, _ in pairs), "the set includes drafters certain to float precision"
+    for p, q in pairs:
+        best = int(torch.argmax(q))
+        for draft_p in (p, None):
+            token = int(torch.argmax(p))
+            verdict = rule.judge(q, token, draft_p, best)
+            assert (verdict.accepted, verdict.token) == (token == best, best)
+
+
+@pytest.mark.parametrize("name", sorted(LOSSY_RULES))
+def test_every_rule_is_classic_sd_under_sampling_at_its_exact_setting(name):
+    ours, plain = Sampler(temperature=1.0, seed=11), Sampler(temperature=1.0, seed=11)
+    rule = make_rule(name, ours, exact_alpha(name))
+    for p, q in random_pairs(90, seed=1):
+        token = int(torch.multinomial(p, 1, generator=plain.generator))
+        torch.multinomial(p, 1, generator=ours.generator)
+        verdict = rule.judge(q, token, p, int(torch.argmax(q)))
+        assert (verdict.accepted, verdict.token) == verify(plain, q, token, p)
+
+
+# --- Under sampling a cascade emits pi -----------------------------------------------------------
+
+def emitted_distribution(rule, p: torch.Tensor, q: torch.Tensor, draws: int, seed: int = 0) -> torch.Tensor:
+    """Monte Carlo: draft x ~ p, let the rule judge it, histogram what is emitted at this position."""
+    g = torch.Generator().manual_seed(seed)
+    counts = torch.zeros_like(q)
+    best = int(torch.argmax(q))
+    for _ in range(draws):
+        token = int(torch.multinomial(p, 1, generator=g))
+        counts[rule.judge(q, token, p, best).token] += 1
+    return counts / draws
+
+
+@pytest.mark.parametrize("deferral, alpha", [("chow", 0.05), ("chow", 0.5), ("diff", -0.5), ("diff", 0.0),
+                                             ("opt", -0.5), ("opt", 0.0)])
+def test_cascade_emits_its_mixed_target_under_sampling(deferral, alpha):
+    p = torch.tensor([0.6, 0.25, 0.1, 0.05])
+    q = torch.tensor([0.1, 0.5, 0.3, 0.1])  # max p 0.6, max q 0.5, TV 0.5
+    rule = CascadeRule(Sampler(temperature=1.0, seed=2), deferral, alpha)
+    pi = rule.target(q, 0, p)
+    got = emitted_distribution(rule, p, q, draws=8000)
+    assert torch.allclose(got, pi, atol=0.02), (got, pi)
+    if rule.defers(q, p):
+        keep_all = emitted_distribution(_KeepAll(), p, q, draws=8000)
+        assert not torch.allclose(keep_all, pi, atol=0.02), "the check must fail for a rule that accepts everything"
+
+
+class _KeepAll:
+    """A broken rule that accepts every draft: the Monte Carlo check must tell it apart from pi."""
+
+    def judge(self, q, token, p, best):
+        return Verdict(True, token, "kept")
+
+
+def test_cascade_target_mixes_per_position():
+    """At one position the rule defers, at another it does not: each emits its own pi."""
+    rule = CascadeRule(Sampler(temperature=1.0, seed=4), "chow", 0.3)  # defer when max p < 0.7
+    unsure_p, sure_p = torch.tensor([0.4, 0.3, 0.2, 0.1]), torch.tensor([0.8, 0.1, 0.05, 0.05])
+    q = torch.tensor([0.05, 0.15, 0.3, 0.5])
+    assert torch.allclose(emitted_distribution(rule, unsure_p, q, 6000), q, atol=0.02)
+    assert torch.allclose(emitted_distribution(rule, sure_p, q, 6000), sure_p, atol=0.02)
+
+
+# --- Settings ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, alpha", [("bild", -0.1), ("cascade-chow", -1.5), ("cascade-diff", 1.5),
+                                         ("cascade-opt", -3.0), ("cascade-opt", float("nan")), ("bild", True)])
+def test_alpha_out_of_range_is_one_config_error(name, alpha):
+    with pytest.raises(ConfigError, match="verify_alpha"):
+        check_alpha(name, alpha)
+
+
+def test_unknown_rule_is_one_config_error():
+    with pytest.raises(ConfigError, match="verify_rule must be one of"):
+        make_rule("lenient", Sampler(), 0.0)
