@@ -205,3 +205,66 @@ def test_alpha_out_of_range_is_one_config_error(name, alpha):
 def test_unknown_rule_is_one_config_error():
     with pytest.raises(ConfigError, match="verify_rule must be one of"):
         make_rule("lenient", Sampler(), 0.0)
+
+
+# --- Fronts (core.sweep) and the trade-off chart, on hand-made points ----------------------------
+
+def _points():
+    import pandas as pd
+
+    return pd.DataFrame([
+        {"scheme": "via-sd", "setting": "exact", "modelled_speedup": 1.5, "words_differing": 0.0},
+        {"scheme": "via-sd", "setting": "a", "modelled_speedup": 2.0, "words_differing": 0.05},
+        {"scheme": "via-sd", "setting": "dominated", "modelled_speedup": 1.8, "words_differing": 0.10},
+        {"scheme": "via-sd", "setting": "b", "modelled_speedup": 2.6, "words_differing": 0.30},
+        {"scheme": "bild", "setting": "exact", "modelled_speedup": 1.5, "words_differing": 0.0},
+        {"scheme": "bild", "setting": "c", "modelled_speedup": 2.2, "words_differing": 0.02},
+        {"scheme": "bild", "setting": "same speed, more differing", "modelled_speedup": 2.2, "words_differing": 0.04},
+    ])
+
+
+def test_pareto_front_keeps_only_settings_nothing_beats():
+    from core.sweep import pareto_fronts
+
+    fronts = pareto_fronts(_points())
+    assert list(fronts["via-sd"]["setting"]) == ["exact", "a", "b"]
+    assert list(fronts["bild"]["setting"]) == ["exact", "c"]
+
+
+def test_dominance_table_names_the_fastest_scheme_per_budget():
+    from core.sweep import dominance_table
+
+    table = dominance_table(_points(), budgets=(0.0, 0.02, 0.05, 0.5)).set_index("words differing <=")
+    assert table.loc[0.0, "fastest"] == "via-sd, bild", "both are classic SD at their exact setting"
+    assert table.loc[0.02, "fastest"] == "bild" and table.loc[0.02, "bild"] == 2.2
+    assert table.loc[0.05, "fastest"] == "bild"
+    assert table.loc[0.5, "fastest"] == "via-sd" and table.loc[0.5, "via-sd"] == 2.6
+
+
+def test_scheme_grids_start_at_classic_sd_and_validate():
+    from core.config import DecodeConfig
+    from core.sweep import SCHEMES, scheme_settings
+
+    for scheme in SCHEMES:
+        settings = scheme_settings(scheme)
+        first = settings[0]
+        if scheme == "via-sd":
+            assert (first["tau_accept"], first["tau_slim"]) == (1.0, 1.0)
+        else:
+            assert first["verify_alpha"] == exact_alpha(first["verify_rule"])
+        for setting in settings:
+            DecodeConfig().with_(**setting).validate()
+    with pytest.raises(ConfigError):
+        scheme_settings("medusa")
+
+
+def test_tradeoff_chart_draws_a_front_per_scheme_and_stars_the_current_setting():
+    from app.tradeoff_chart import tradeoff_chart
+
+    fig = tradeoff_chart(_points(), current=("bild", "c"))
+    fronts = [t for t in fig.data if t.mode == "lines+markers"]
+    assert [t.name for t in fronts] == ["VIA-SD", "BiLD"]
+    assert list(fronts[0].x) == [0.0, 5.0, 30.0], "x is words differing in percent"
+    star = [t for t in fig.data if t.name == "current"]
+    assert len(star) == 1 and list(star[0].y) == [2.2]
+    assert tradeoff_chart(None).layout.annotations, "an empty chart says how to fill it"
