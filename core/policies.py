@@ -48,8 +48,10 @@ Every rule answers `judge(q, token, p, best) -> Verdict`; `best` is q's argmax, 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+from functools import partial
 
 import torch
 
@@ -215,3 +217,9 @@ def make_rule(name: str, sampler: Sampler, alpha: float) -> BildRule | CascadeRu
     if name == "bild":
         return BildRule(sampler, float(alpha))
     return CascadeRule(sampler, name.removeprefix("cascade-"), float(alpha))
+
+
+RULES: dict[str, Callable[[Sampler, float], BildRule | CascadeRule]] = {
+    name: partial(make_rule, name) for name in LOSSY_RULES
+}
+"""What the engine builds a lossy rule from: name -> factory(sampler, verify_alpha)."""
