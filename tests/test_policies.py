@@ -268,3 +268,85 @@ def test_tradeoff_chart_draws_a_front_per_scheme_and_stars_the_current_setting()
     star = [t for t in fig.data if t.name == "current"]
     assert len(star) == 1 and list(star[0].y) == [2.2]
     assert tradeoff_chart(None).layout.annotations, "an empty chart says how to fill it"
+
+
+# --- In the engine, on a tiny random model --------------------------------------------------------
+
+PROMPT = "the cat sat on the mat. the cat sat on the"
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    from tiny import tiny_bundle
+
+    return tiny_bundle("llama", layers=6, drafter_layers=2)
+
+
+def _config(**changes):
+    from core.config import DecodeConfig
+
+    base = DecodeConfig(mode="sd", max_new_tokens=24, gamma=4, chat_template=False, draft_route="skip-middle-50",
+                        slim_route="skip-middle-25")
+    return base.with_(**changes)
+
+
+@pytest.mark.parametrize("drafter", ["self", "model", "ngram"])
+@pytest.mark.parametrize("name", sorted(LOSSY_RULES))
+def test_each_rule_at_its_exact_setting_equals_plain_greedy_in_the_engine(tiny, name, drafter):
+    from core import generate
+
+    plain = generate(tiny, PROMPT, _config(mode="plain")).token_ids
+    trace = generate(tiny, PROMPT, _config(drafter=drafter, verify_rule=name, verify_alpha=exact_alpha(name)))
+    assert trace.token_ids == plain
+    assert trace.config["verify_rule"] == name
+
+
+@pytest.mark.parametrize("name, alpha", [("bild", 3.0), ("cascade-chow", 0.5), ("cascade-diff", 0.0),
+                                         ("cascade-opt", 0.0), ("cascade-chow", 1.0)])
+def test_each_lossy_rule_runs_end_to_end_and_records_why(tiny, name, alpha):
+    from core import generate, summarize
+
+    exact = generate(tiny, PROMPT, _config(drafter="model", verify_rule=name, verify_alpha=exact_alpha(name)))
+    lossy = generate(tiny, PROMPT, _config(drafter="model", verify_rule=name, verify_alpha=alpha))
+    assert len(lossy.tokens) == 24
+    vocabulary = {w.value for w in Why} | {"argmax", "argmax differs"}
+    judged = [t.verdict for t in lossy.tokens if t.reason in ("not-confident", "free-verdict", "stop-token")]
+    assert judged and set(judged) <= vocabulary
+    assert summarize(lossy)["rejection_rate"] <= summarize(exact)["rejection_rate"]
+    if (name, alpha) == ("cascade-chow", 1.0):  # never defers: every draft token is kept
+        assert summarize(lossy)["rejection_rate"] == 0.0
+        assert set(judged) == {Why.NOT_DEFERRED.value}
+
+
+def test_bild_fallback_shortens_drafts(tiny):
+    from core import generate, summarize
+
+    long = summarize(generate(tiny, PROMPT, _config(drafter="model", verify_rule="bild")))
+    short = summarize(generate(tiny, PROMPT, _config(drafter="model", verify_rule="bild", draft_stop_below=0.99)))
+    assert short["drafted"] / short["rounds"] < long["drafted"] / long["rounds"]
+
+
+def test_bad_rule_settings_are_one_config_error():
+    with pytest.raises(ConfigError):
+        _config(verify_rule="bild", verify_alpha=-1.0).validate()
+    with pytest.raises(ConfigError):
+        _config(verify_rule="cascade-opt", verify_alpha=-2.5).validate()
+    with pytest.raises(ConfigError):
+        _config(verify_rule="lenient").validate()
+    _config(verify_rule="cascade-diff", verify_alpha=-1.0).validate()
+
+
+def test_sweep_runs_every_scheme_on_a_tiny_model_and_exact_settings_agree(tiny, monkeypatch):
+    import core.sweep as sweep
+
+    monkeypatch.setattr(sweep, "VIA_THRESHOLDS", (1.0, 0.5))
+    monkeypatch.setattr(sweep, "BILD_FALLBACKS", (0.0,))
+    monkeypatch.setattr(sweep, "BILD_ROLLBACKS", (0.0, 3.0))
+    monkeypatch.setattr(sweep, "CASCADE_ALPHAS", {k: (1.0,) for k in sweep.CASCADE_ALPHAS})
+    rows = sweep.sweep_schemes(tiny, [PROMPT], _config(drafter="model", max_new_tokens=12))
+    assert set(rows["scheme"]) == set(sweep.SCHEMES)
+    exact = rows.groupby("scheme").head(1)  # each scheme's first setting is classic SD
+    assert (exact["words_differing"] == 0.0).all() and exact["identical_to_full"].all()
+    assert exact["modelled_speedup"].nunique() == 1, "classic SD costs the same whichever scheme runs it"
+    fronts = sweep.pareto_fronts(sweep.scheme_points(rows))
+    assert all(len(front) >= 1 for front in fronts.values())
