@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, replace
 from core.confidence import SIGNALS
 from core.errors import ConfigError
 from core.limits import MAX_GAMMA, MAX_NEW_TOKENS
+from core.policies import check_alpha
 
 MODES = {
     "plain": "autoregressive decoding with the full model, one token per pass",
@@ -97,13 +98,9 @@ class DecodeConfig:
             raise ConfigError(f"top_p must be within (0, 1], got {self.top_p}")
         if not isinstance(self.seed, int) or not 0 <= self.seed < 2**63:
             raise ConfigError(f"seed must be a whole number from 0 to 2**63 - 1, got {self.seed}")
-        if not isinstance(self.verify_rule, str) or not self.verify_rule:
-            raise ConfigError(f"verify_rule must be a rule name such as 'exact', got {self.verify_rule!r}")
-        for name in ("verify_alpha", "draft_stop_below"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0e6:
-                raise ConfigError(f"{name} must be a number >= 0, got {value}")
-        if not 0.0 <= self.draft_stop_below <= 1.0:
+        if self.verify_rule != "exact":
+            check_alpha(self.verify_rule, self.verify_alpha)  # also refuses an unknown rule name
+        if not isinstance(self.draft_stop_below, (int, float)) or not 0.0 <= self.draft_stop_below <= 1.0:
             raise ConfigError(f"draft_stop_below must be within [0, 1], got {self.draft_stop_below}")
         if not 1 <= self.ngram_size <= 8:
             raise ConfigError(f"ngram_size must be from 1 to 8, got {self.ngram_size}")

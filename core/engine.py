@@ -43,6 +43,7 @@ from core.cost import CostModel
 from core.drafters import Draft, Drafter, ModelDrafter, PromptLookupDrafter
 from core.errors import ConfigError
 from core.models import ModelBundle
+from core.policies import RULES
 from core.prompting import encode_prompt, stop_token_ids
 from core.routing import resolve_route
 from core.sampling import ExactRule, Sampler, Verdict
@@ -104,10 +105,6 @@ def verification_rule(config: DecodeConfig, sampler: Sampler) -> object:
     A rule has `judge(q, token, p, best) -> Verdict`."""
     if config.verify_rule == "exact":
         return ExactRule(sampler)
-    try:
-        from core.policies import RULES
-    except ImportError:
-        RULES = {}  # noqa: N806
     if config.verify_rule not in RULES:
         raise ConfigError(f"unknown verify_rule '{config.verify_rule}': use exact or {', '.join(RULES) or '-'}")
     return RULES[config.verify_rule](sampler, config.verify_alpha)

@@ -49,14 +49,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import Enum
 from functools import partial
 
 import torch
 
 from core.errors import ConfigError
-from core.sampling import Sampler, verify
+from core.sampling import Sampler, Verdict, aligned, verify
 
 
 class Why(str, Enum):
@@ -76,27 +75,10 @@ class Why(str, Enum):
         return str(self.value)
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """A verifier's decision on one draft token: keep it, or emit `token` instead; `why` is recorded."""
-
-    accepted: bool
-    token: int
-    why: str
-
-
-def _aligned(q: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
-    """p over q's vocabulary (a drafter's embedding matrix may be padded to another size)."""
-    p = p.to(q.device, q.dtype)
-    if p.shape[-1] >= q.shape[-1]:
-        return p[..., : q.shape[-1]]
-    return torch.nn.functional.pad(p, (0, q.shape[-1] - p.shape[-1]))
-
-
 def _draft_distribution(q: torch.Tensor, token: int, p: torch.Tensor | None) -> torch.Tensor:
     """The drafter's distribution over q's vocabulary; prompt lookup (p None) is one-hot at its token."""
     if p is not None:
-        return _aligned(q, p)
+        return aligned(q, p)
     one_hot = torch.zeros_like(q)
     if token < q.shape[-1]:
         one_hot[token] = 1.0
@@ -107,7 +89,7 @@ def _exact(sampler: Sampler, q: torch.Tensor, token: int, p: torch.Tensor | None
     """Classic SD against q, the lossless rule each lossy rule falls back to (greedy: a cascade that deferred)."""
     if sampler.greedy:
         return Verdict(best == token, best, Why.DEFERRED_KEPT.value if best == token else Why.DEFERRED_REPLACED.value)
-    accepted, out = verify(sampler, q, token, None if p is None else _aligned(q, p))
+    accepted, out = verify(sampler, q, token, None if p is None else aligned(q, p))
     return Verdict(accepted, out, Why.RATIO_KEPT.value if accepted else Why.RESAMPLED.value)
 
 
@@ -193,7 +175,7 @@ def alpha_range(name: str) -> tuple[float, float]:
     """The meaningful range of `verify_alpha` for a lossy rule (its exact setting is the low end)."""
     if name == "bild":
         return 0.0, 1.0e6
-    if name in LOSSY_RULES:
+    if isinstance(name, str) and name in LOSSY_RULES:
         exact = CascadeRule.exact_alphas[name.removeprefix("cascade-")]
         return exact, 1.0
     raise ConfigError(f"verify_rule must be one of exact, {', '.join(LOSSY_RULES)}, not '{name}'")
