@@ -89,7 +89,7 @@ def _exact(sampler: Sampler, q: torch.Tensor, token: int, p: torch.Tensor | None
     """Classic SD against q, the lossless rule each lossy rule falls back to (greedy: a cascade that deferred)."""
     if sampler.greedy:
         return Verdict(best == token, best, Why.DEFERRED_KEPT.value if best == token else Why.DEFERRED_REPLACED.value)
-    accepted, out = verify(sampler, q, token, None if p is None else aligned(q, p))
+    accepted, out = verify(sampler, q, token, p)  # verify aligns p to q's vocabulary
     return Verdict(accepted, out, Why.RATIO_KEPT.value if accepted else Why.RESAMPLED.value)
 
 
@@ -139,14 +139,13 @@ class CascadeRule:
 
     def defers(self, q: torch.Tensor, p: torch.Tensor) -> bool:
         """The deferral rule on the drafter's p and the verifier's q (both over q's vocabulary)."""
-        max_p = float(p.max())
         if self.deferral == "chow":
-            return max_p < 1.0 - self.alpha
-        gap = float(q.max()) - max_p
+            return float(p.max()) < 1.0 - self.alpha
+        stats = [q.max(), p.max()] + ([torch.clamp(p - q, min=0.0).sum()] if self.deferral == "opt" else [])
+        max_q, max_p, *total_variation = torch.stack(stats).tolist()  # one transfer to the host
         if self.deferral == "diff":
-            return gap > self.alpha
-        total_variation = float(torch.clamp(p - q, min=0.0).sum())
-        return gap > self.alpha * total_variation
+            return max_q - max_p > self.alpha
+        return max_q - max_p > self.alpha * total_variation[0]
 
     def target(self, q: torch.Tensor, token: int, p: torch.Tensor | None) -> torch.Tensor:
         """The mixed target pi at this position: q where the rule defers, else the drafter's p."""
