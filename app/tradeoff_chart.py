@@ -26,11 +26,15 @@ def tradeoff_chart(points: pd.DataFrame | None, current: tuple[str, str] | None 
                    title: str = "Speed-up against words differing from the full model") -> go.Figure:
     """Fronts per scheme; `current` = (scheme, setting label) is starred when it is among the points."""
     fig = go.Figure()
+    measure = "words differing"
     if points is None or points.empty:
         fig.add_annotation(x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
                            text="run a scheme sweep (python -m core.sweep) to fill this chart")
     else:
         fronts = pareto_fronts(points)
+        if "difference_measure" in points:  # until word-level fidelity lands: 1 - token agreement
+            measure = str(points["difference_measure"].iloc[0])
+        fig.update_xaxes(range=[-2.0, max(5.0, float(points["words_differing"].max()) * 100 * 1.05)])
         for scheme, group in points.groupby("scheme", sort=False):
             name, colour, symbol = SCHEME_STYLE.get(scheme, (scheme, "#555555", "circle"))
             fig.add_trace(go.Scatter(
@@ -54,7 +58,7 @@ def tradeoff_chart(points: pd.DataFrame | None, current: tuple[str, str] | None 
                     marker={"size": 22, "symbol": "star", "color": "#F0E442", "line": {"width": 2, "color": "#000"}}))
         fig.add_hline(y=1.0, line_dash="dot", line_color="#999999", annotation_text="plain decoding",
                       annotation_position="bottom right")
-    fig.update_xaxes(title="words differing from the full model's output (%, measured)", rangemode="tozero")
+    fig.update_xaxes(title=f"{measure} from the full model's output (%, measured)")
     fig.update_yaxes(title="speed-up over plain (modelled accelerator)", rangemode="tozero")
     fig.update_layout(title={"text": title}, template="plotly_white", font={"size": 15}, height=480,
                       margin={"l": 60, "r": 20, "t": 70, "b": 50}, legend={"orientation": "h", "y": -0.2})

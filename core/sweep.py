@@ -186,6 +186,7 @@ def scheme_points(rows: pd.DataFrame) -> pd.DataFrame:
     """Per (scheme, setting): mean modelled speed-up and mean words differing over the prompts."""
     grouped = rows.groupby(["scheme", "setting"], sort=False)
     points = grouped.agg(modelled_speedup=("modelled_speedup", "mean"), words_differing=("words_differing", "mean"),
+                         difference_measure=("difference_measure", "first"),
                          identical_share=("identical_to_full", "mean"), prompts=("prompt", "nunique"))
     return points.reset_index()
 
