@@ -27,7 +27,7 @@ from core.engine import encode_prompt, generate, stop_token_ids
 from core.fidelity import attach_fidelity
 from core.metrics import summarize
 from core.models import EMBEDDED_ID, ModelBundle, load_bundle
-from core.profile import device_profile, machine_description, versions
+from core.profile import device_profile, machine_description, measure_profile, versions
 from core.timing import Stopwatch
 from core.trace import Trace
 
@@ -238,7 +238,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                    help="prompt lookup: HF prompt_lookup_num_tokens and our gamma with drafter ngram")
     p.add_argument("--tau-accept", type=float, default=DecodeConfig.tau_accept)
     p.add_argument("--tau-slim", type=float, default=DecodeConfig.tau_slim)
-    p.add_argument("--profile", help="cost profile for the pred. column (default: this device's shipped one)")
+    p.add_argument("--profile", help="cost profile for the pred. column: a name in core/profiles, a JSON file, or "
+                   "'measure' to time passes first in this process (default: this device's shipped profile)")
     p.add_argument("--threads", type=int, help="torch CPU threads")
     p.add_argument("--quick", action="store_true", help="CI size: 2 prompts, 32 new tokens")
     args = p.parse_args(argv)
@@ -263,7 +264,11 @@ def main(argv: list[str] | None = None) -> None:
     if "model" in args.drafters and bundle.drafter is None:
         args.drafters.remove("model")
     device = bundle.verifier.device
-    costs = CostModel(bundle.verifier.model, device_profile(device, args.profile))
+    if args.profile == "measure":  # time the passes now, in this process, under this machine's current load
+        profile = measure_profile(bundle, f"{device.type}-measured-now", repeats=3)
+    else:
+        profile = device_profile(device, args.profile)
+    costs = CostModel(bundle.verifier.model, profile)
     accelerator = CostModel(bundle.verifier.model)
     families = (args.families or default_families()).split(",")
     prompts = [p for f in families for p in load_prompts(f)[: args.per_family]]
