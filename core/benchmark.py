@@ -23,11 +23,12 @@ import torch
 
 from core.config import DecodeConfig
 from core.cost import CostModel
-from core.engine import encode_prompt, generate, stop_token_ids
+from core.engine import generate
 from core.fidelity import attach_fidelity
 from core.metrics import summarize
 from core.models import EMBEDDED_ID, ModelBundle, load_bundle
 from core.profile import device_profile, machine_description, measure_profile, versions
+from core.prompting import encode_prompt, stop_token_ids
 from core.timing import Stopwatch
 from core.trace import Trace
 
@@ -65,7 +66,7 @@ def hf_generate(bundle: ModelBundle, prompt_ids: list[int], max_new_tokens: int,
     """Hugging Face `generate`, greedy, timed like ours (CUDA synchronised); returns (new ids, seconds)."""
     model = bundle.verifier.model
     ids = torch.tensor([prompt_ids], device=bundle.verifier.device)
-    stop = sorted(stop_token_ids(bundle))
+    stop = sorted(stop_token_ids(model, bundle.verifier.tokenizer))
     with torch.inference_mode(), Stopwatch(bundle.verifier.device) as watch:
         out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
                              do_sample=False, temperature=None, top_p=None, top_k=None, eos_token_id=stop,

@@ -3,10 +3,10 @@
 from dataclasses import dataclass
 
 import pytest
+from tiny import tiny_bundle
 
 from core.benchmark import HF_ASSISTED, HF_GREEDY, HF_LOOKUP, Row, format_row, parse, run_prompt, summary
 from core.cost import CostModel
-from tiny import tiny_bundle
 
 
 @dataclass(frozen=True)

@@ -155,7 +155,7 @@ def _trace(rounds: list[tuple[int, int, bool]], drafter_layers: int = 3, gamma: 
         calls.append(CallRecord("full", drafted + 1, LAYERS, 0.0, 0.0, False))
         records.append(RoundRecord(index, list(range(drafted)), accepted=kept, emitted=kept + 1, calls=calls))
         outcomes = ["full-accepted"] * kept + ["full-corrected" if refused else "full-bonus"]
-        tokens += [TokenRecord(len(tokens), 1, "x", index, 3, o, "") for o in outcomes]
+        tokens += [TokenRecord(len(tokens), 1, "x", index, 3, o, "", "") for o in outcomes]
     return Trace("p", 10, {"mode": mode, "gamma": gamma}, {}, tokens, records)
 
 
