@@ -118,6 +118,11 @@ def shipped_profiles() -> dict[str, Path]:
     return {p.stem: p for p in sorted(PROFILE_DIR.glob("*.json"))}
 
 
+def profile_choices() -> dict[str, str]:
+    """Shipped profiles as {name: label}, for a chooser (the app's modelled card offers them)."""
+    return {name: load_profile(name).label for name in shipped_profiles()}
+
+
 def device_profile(device: torch.device | str, requested: str | None = None) -> str | None:
     """The profile to predict wall-clock speed on `device`: the one requested, else the first shipped
     measured profile for this kind of device (e.g. cpu-*), else None (the modelled accelerator)."""
@@ -262,7 +267,7 @@ def machine_description(device: torch.device) -> str:
     except OSError:
         pass
     threads = torch.get_num_threads()
-    return f"{cpu}, {threads} thread{'s' if threads > 1 else ''}"
+    return f"{cpu} ({os.cpu_count()} cores), {threads} thread{'s' if threads > 1 else ''}"
 
 
 def measure_profile(bundle: object, name: str, routes: tuple[str, ...] = ("full", "auto-slim", "auto-draft",

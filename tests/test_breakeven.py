@@ -213,3 +213,21 @@ def test_breakeven_figure_marks_the_run_the_others_and_the_published_regime(cost
     assert (box.x0, box.x1, box.y0, box.y1) == (*PUBLISHED.alpha, *PUBLISHED.cost)
     assert "hand-made" in fig.layout.title.text
     assert breakeven_figure(None).data  # an empty view still draws the curves
+
+
+def test_cli_prints_one_why_sentence_per_run(costs):
+    from core.cli import why_lines
+
+    text = why_lines(costs, {"plain": _trace([(0, 0, False)], mode="plain"), "sd": _trace([(4, 1, True)] * 2)})
+    assert costs.label in text
+    assert "plain: Plain decoding" in text and "sd: Drafting cost" in text
+
+
+def test_walkthrough_on_break_even_has_a_valid_config():
+    from core.config import DecodeConfig
+    from examples import load_walkthroughs
+
+    walk = next(w for w in load_walkthroughs() if w["title"].startswith("Why self-drafting loses"))
+    config = DecodeConfig(**walk["config"]).validate()
+    assert config.drafter == "self" and config.mode == "sd"
+    assert len(walk["talking_points"]) >= 4
