@@ -122,7 +122,13 @@ def run_prompt(bundle: ModelBundle, prompt: object, label: str, args: argparse.N
         for mode in ("sd", "via"):
             config = base.with_(mode=mode, drafter=drafter, gamma=gamma)
             jobs.append(lambda config=config: _our_row(bundle, prompt, label, config, costs, accelerator))
-    rows = [job() for job in (reversed(jobs) if flip else jobs)]
+    runs: list[Row] = []
+    for repeat in range(args.repeats):  # alternate the order; keep each method's median-time run
+        runs.extend(job() for job in (reversed(jobs) if (flip + repeat) % 2 else jobs))
+    rows = []
+    for key in dict.fromkeys(r.key for r in runs):
+        same = sorted((r for r in runs if r.key == key), key=lambda r: r.seconds)
+        rows.append(same[(len(same) - 1) // 2])
     rows.sort(key=lambda r: (0 if r.drafter == "-" else 1 + args.drafters.index(r.drafter), ROW_ORDER.index(r.method)))
     plain = next(r for r in rows if r.method == "plain")
     expectations = getattr(prompt, "expectations", None)
@@ -149,7 +155,7 @@ def run_prompt(bundle: ModelBundle, prompt: object, label: str, args: argparse.N
 
 
 ROW_ORDER = (HF_GREEDY, "plain", HF_LOOKUP, HF_ASSISTED, "SD", "VIA-SD")
-HEADER = (f"{'prompt':15}{'method':18}{'tok/s':>7}{'x HF gr.':>9}{'x HF lk.':>9}{'meas. x':>9}{'pred. x':>9}"
+HEADER = (f"{'prompt':17}{'method':18}{'tok/s':>7}{'x HF gr.':>9}{'x HF lk.':>9}{'meas. x':>9}{'pred. x':>9}"
           f"{'accel. x':>9}{'words':>7}{'expect.':>9}{'same':>6}")
 
 
@@ -160,7 +166,7 @@ def _fmt(value: float | None, spec: str, width: int) -> str:
 def format_row(row: Row, reference: list[int]) -> str:
     method = row.key if row.method not in (HF_LOOKUP, HF_ASSISTED) else row.method
     expect = f"{row.expectations[0]}/{row.expectations[1]}" if row.expectations else "-"
-    return (f"{row.prompt[:14]:15}{method:18}{row.tokens_per_s:7.1f}{_fmt(row.ratios.get(HF_GREEDY), '.2f', 9)}"
+    return (f"{row.prompt[:16]:17}{method:18}{row.tokens_per_s:7.1f}{_fmt(row.ratios.get(HF_GREEDY), '.2f', 9)}"
             f"{_fmt(row.ratios.get(HF_LOOKUP), '.2f', 9)}{_fmt(row.ratios.get('plain'), '.2f', 9)}"
             f"{_fmt(row.predicted, '.2f', 9)}{_fmt(row.accelerator, '.2f', 9)}"
             f"{_fmt(row.words_differing, '.1%', 7)}{expect:>9}{'yes' if row.token_ids == reference else 'no':>6}")
@@ -175,9 +181,8 @@ def summary(rows: list[Row]) -> list[str]:
     for key in keys:
         mine = [r for r in rows if r.key == key]
 
-        def median(values: list[float | None]) -> float | None:
-            values = [v for v in values if v is not None]
-            return statistics.median(values) if values else None
+        def median(values: list[float | None]) -> float | None:  # "-" unless every prompt has the value
+            return statistics.median(values) if values and None not in values else None
 
         med[key] = {"greedy": median([r.ratios.get(HF_GREEDY) for r in mine]),
                     "lookup": median([r.ratios.get(HF_LOOKUP) for r in mine]),
@@ -242,6 +247,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--profile", help="cost profile for the pred. column: a name in core/profiles, a JSON file, or "
                    "'measure' to time passes first in this process (default: this device's shipped profile)")
     p.add_argument("--threads", type=int, help="torch CPU threads")
+    p.add_argument("--repeats", type=int, default=1, help="runs per method and prompt; the median-time run is kept")
     p.add_argument("--quick", action="store_true", help="CI size: 2 prompts, 32 new tokens")
     args = p.parse_args(argv)
     if args.quick:
@@ -276,7 +282,8 @@ def main(argv: list[str] | None = None) -> None:
     load = f"; load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
     print(f"{args.model} on {machine_description(device)} ({str(bundle.verifier.dtype).replace('torch.', '')}); "
           f"{', '.join(f'{k} {v}' for k, v in versions().items())}{load}")
-    print(f"{len(prompts)} prompts ({', '.join(families)}), {args.max_new_tokens} new tokens, greedy; "
+    print(f"{len(prompts)} prompts ({', '.join(families)}), {args.max_new_tokens} new tokens, greedy, "
+          f"median of {args.repeats} interleaved run(s) per method; "
           f"tau_accept {args.tau_accept} tau_slim {args.tau_slim}; gamma {args.gamma} (model drafters), "
           f"{args.lookup_tokens} (prompt lookup)")
     print(f"pred. x: {costs.label}\naccel. x: {accelerator.label}\n")
