@@ -90,7 +90,9 @@ def run_point(trace: Trace, costs: CostModel, drafter: object | None = None) -> 
     """The trace's (alpha, c, v) priced by `costs`; None for a run that drafted nothing (plain).
 
     Refusals are the tokens a verifier regenerated or corrected; drafts discarded after a refusal
-    were never judged, so alpha counts only kept and refused ones (the geometric estimate)."""
+    were never judged, so alpha counts only kept and refused ones (the geometric estimate). Each
+    model's prompt prefill is left out (every method pays it once); rounds with no draft (prompt
+    lookup found nothing) are plain steps and are left out too."""
     rounds = [r for r in trace.rounds if r.drafted]
     drafted = sum(r.drafted for r in rounds)
     if not drafted:
@@ -101,8 +103,14 @@ def run_point(trace: Trace, costs: CostModel, drafter: object | None = None) -> 
 
     def units(role: str) -> float:
         model = drafter if role == "drafter" and drafter is not None else costs.verifier
-        return sum(costs.cost_units(model, c.layers, c.tokens_processed)
-                   for r in rounds for c in r.calls if c.role == role)
+        calls = [(r.drafted, c) for r in trace.rounds for c in r.calls if c.role == role]
+        total = 0.0
+        for i, (drafted, c) in enumerate(calls):
+            tokens = c.tokens_processed
+            if i == 0:  # the role's first pass also reads the prompt: leave that prefill out, paid by every method
+                tokens = max(1, tokens - trace.prompt_token_count + 1)
+            total += costs.cost_units(model, c.layers, tokens) if drafted else 0.0
+        return total
 
     return RunPoint(alpha=kept / (kept + refused) if kept + refused else 0.0, cost=units("drafter") / drafted,
                     gamma=int(trace.config.get("gamma", 1)), verify=(units("slim") + units("full")) / len(rounds),

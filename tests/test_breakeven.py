@@ -148,11 +148,14 @@ def test_profile_round_trips_through_json(costs):
 
 
 def _trace(rounds: list[tuple[int, int, bool]], drafter_layers: int = 3, gamma: int = 4, mode: str = "sd") -> Trace:
-    """Rounds of (drafted, kept, refused): one drafter call per draft token, one full pass of drafted+1 tokens."""
+    """Rounds of (drafted, kept, refused): one drafter call per draft token, one full pass of drafted+1 tokens;
+    in round 0 the first pass of each model also reads the 10-token prompt."""
     tokens, records = [], []
     for index, (drafted, kept, refused) in enumerate(rounds):
-        calls = [CallRecord("drafter", 1, drafter_layers, 0.0, 0.0, False) for _ in range(drafted)]
-        calls.append(CallRecord("full", drafted + 1, LAYERS, 0.0, 0.0, False))
+        prompt = 10 if index == 0 else 0
+        calls = [CallRecord("drafter", 1 + (prompt - 1 if i == 0 else 0), drafter_layers, 0.0, 0.0, False)
+                 for i in range(drafted)]
+        calls.append(CallRecord("full", drafted + 1 + (prompt - 1 if index == 0 else 0), LAYERS, 0.0, 0.0, False))
         records.append(RoundRecord(index, list(range(drafted)), accepted=kept, emitted=kept + 1, calls=calls))
         outcomes = ["full-accepted"] * kept + ["full-corrected" if refused else "full-bonus"]
         tokens += [TokenRecord(len(tokens), 1, "x", index, 3, o, "", "") for o in outcomes]
@@ -165,7 +168,7 @@ def test_run_point_counts_only_judged_drafts_and_prices_calls(costs):
     assert (point.drafted, point.kept, point.refused) == (12, 5, 2)
     assert point.alpha == pytest.approx(5 / 7)
     assert point.cost == pytest.approx((1 + 3) / 7)  # one-token drafter pass, 3 layers
-    assert point.verify == pytest.approx((2 + 5 + 12) / 7)  # a 5-token full pass
+    assert point.verify == pytest.approx((2 + 5 + 12) / 7)  # a 5-token full pass; the prompt's prefill left out
     assert point.gamma == 4
 
 
