@@ -146,3 +146,23 @@ def explain(trace: Trace, costs: CostModel, drafter: object | None = None) -> st
     extra = (f" Tier 1 accepted {point.direct_share:.0%} of the kept drafts with no verifier."
              if point.direct_share > 0 else "")
     return f"{head}{tail} (gamma {point.gamma}; {costs.profile.name} profile).{extra}"
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Everything the app's 'why' line, break-even view and modelled card need for one run."""
+
+    sentence: str
+    point: RunPoint | None
+    predicted_speedup: float  # over plain, under `profile_label`
+    profile_label: str
+
+
+def explain_run(bundle: object, trace: Trace, profile: object | None = None) -> Explanation:
+    """One call for a UI: price `trace` with `profile` (a name in core/profiles, a CostProfile, or None for
+    the modelled accelerator) and return the sentence, the run's point and the predicted speed-up."""
+    costs = CostModel(bundle.verifier.model, profile)
+    drafter = bundle.drafter.model if getattr(bundle, "drafter", None) is not None else None
+    drafter = drafter if trace.config.get("drafter") == "model" else None
+    return Explanation(sentence=explain(trace, costs, drafter), point=run_point(trace, costs, drafter),
+                       predicted_speedup=costs.predicted_speedup(trace, drafter), profile_label=costs.label)

@@ -234,3 +234,16 @@ def test_walkthrough_on_break_even_has_a_valid_config():
     config = DecodeConfig(**walk["config"]).validate()
     assert config.drafter == "self" and config.mode == "sd"
     assert len(walk["talking_points"]) >= 4
+
+
+def test_explain_run_bundles_sentence_point_and_profile(model):
+    from types import SimpleNamespace
+
+    from core.breakeven import explain_run
+
+    bundle = SimpleNamespace(verifier=SimpleNamespace(model=model), drafter=None)
+    trace = _trace([(4, 1, True)] * 2)
+    result = explain_run(bundle, trace)
+    assert result.point == run_point(trace, CostModel(model))
+    assert result.sentence.startswith("Drafting cost") and "accelerator" in result.profile_label
+    assert result.predicted_speedup == pytest.approx(CostModel(model).predicted_speedup(trace))
