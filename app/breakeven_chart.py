@@ -17,7 +17,7 @@ MAX_COST = 1.2
 
 
 def breakeven_figure(point: RunPoint | None, others: list[tuple[str, RunPoint]] | None = None, *,
-                     gamma: int = 4, verify: float = 1.0, profile_label: str = "",
+                     gamma: float = 4, verify: float = 1.0, profile_label: str = "",
                      regime: Regime = PUBLISHED, steps: int = 61) -> go.Figure:
     """Iso-speed-up curves for (gamma, verify) — taken from `point` when given — with the run marked."""
     if point is not None:
@@ -46,7 +46,7 @@ def breakeven_figure(point: RunPoint | None, others: list[tuple[str, RunPoint]] 
         fig.add_trace(_marker(point, "this run", "star", "#E69F00", 20))
     fig.update_xaxes(range=[0, 1], title="acceptance alpha (share of drafts kept)", tickformat=".0%")
     fig.update_yaxes(range=[0, MAX_COST], title="drafter cost c (full passes per draft token)")
-    title = f"Expected speed-up over plain: gamma {gamma}, verification {verify:.2f} passes per round"
+    title = f"Expected speed-up over plain: {gamma:.3g} drafts per round, verification {verify:.2f} passes per round"
     if profile_label:
         title += f"<br><sup>cost profile: {profile_label}</sup>"
     fig.update_layout(title={"text": title},
@@ -60,5 +60,5 @@ def _marker(point: RunPoint, label: str, symbol: str, colour: str, size: int) ->
         x=[point.alpha], y=[min(point.cost, MAX_COST)], mode="markers+text", name=label, text=[label],
         textposition="top center", marker={"symbol": symbol, "size": size, "color": colour,
                                            "line": {"width": 1.5, "color": "#222222"}},
-        hovertemplate=(f"{label}<br>alpha {point.alpha:.2f}, c {point.cost:.2f}, gamma {point.gamma}, "
+        hovertemplate=(f"{label}<br>alpha {point.alpha:.2f}, c {point.cost:.2f}, {point.gamma:.1f} drafts/round, "
                        f"v {point.verify:.2f}<br>expected {point.speedup:.2f}x<extra></extra>"))

@@ -212,6 +212,29 @@ def summary(rows: list[Row]) -> list[str]:
     return lines
 
 
+def call_shape(rows: list[Row], costs: CostModel) -> list[str]:
+    """Does the profile's law have the right shape on this run's own passes? Measured / predicted time per
+    kind of call, relative to one-token full passes (1.00 everywhere = the law prices calls in the right
+    proportions, whatever the machine's load did to absolute times)."""
+    if costs.profile.kind != "measured" or costs.profile_note:
+        return []
+    buckets: dict[str, list[float]] = {}
+    for row in rows:
+        if row.trace is None:
+            continue
+        for round_ in row.trace.rounds:
+            for c in round_.calls:
+                if c.from_memo or c.wall_s <= 0 or (row.drafter == "model" and c.role == "drafter"):
+                    continue
+                size = "1 token" if c.tokens_processed == 1 else "2-16" if c.tokens_processed <= 16 else ">16"
+                predicted = costs.costs(costs.verifier).time(c.layers, c.tokens_processed)
+                buckets.setdefault(f"{c.role} {size}", []).append(c.wall_s / predicted)
+    base = statistics.median(buckets.get("full 1 token", [1.0]))
+    cells = [f"{k} {statistics.median(v) / base:.2f} (n={len(v)})" for k, v in sorted(buckets.items())]
+    return ["\nprofile shape on this run's passes (measured/predicted, relative to full 1-token passes; "
+            f"those ran {base:.2f}x the profile's time):", "  " + "; ".join(cells)]
+
+
 def explanations(rows: list[Row], costs: CostModel) -> list[str]:
     from core.breakeven import explain
 
@@ -301,6 +324,7 @@ def main(argv: list[str] | None = None) -> None:
             print(format_row(row, plain.token_ids), flush=True)
         rows.extend(mine)
     print("\n".join(summary(rows)))
+    print("\n".join(call_shape(rows, costs)))
     print("\n".join(explanations(rows, costs)))
     print("\nx HF gr. / x HF lk.: tokens/s over HF greedy / HF prompt lookup on the same prompt, same run; "
           "meas. x: over our plain; pred. x / accel. x: speed-up over plain the cost profile predicts from the "

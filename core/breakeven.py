@@ -36,19 +36,19 @@ PUBLISHED = Regime("published SD pairs (small drafter, large verifier; Leviathan
 than its verifier that agrees with it on most tokens."""
 
 
-def expected_tokens(alpha: float, gamma: int) -> float:
+def expected_tokens(alpha: float, gamma: float) -> float:
     """E[tokens per round] = (1 - alpha^(gamma+1)) / (1 - alpha): kept drafts plus the verifier's token."""
     if alpha >= 1.0:
         return gamma + 1.0
     return (1.0 - alpha ** (gamma + 1)) / (1.0 - alpha)
 
 
-def expected_speedup(alpha: float, cost: float, gamma: int, verify: float) -> float:
+def expected_speedup(alpha: float, cost: float, gamma: float, verify: float) -> float:
     """Speed-up over plain decoding: E[tokens/round] / (gamma*c + v)."""
     return expected_tokens(alpha, gamma) / (gamma * cost + verify)
 
 
-def break_even_alpha(cost: float, gamma: int, verify: float) -> float | None:
+def break_even_alpha(cost: float, gamma: float, verify: float) -> float | None:
     """Least acceptance at which drafting pays (speed-up >= 1); None when even alpha = 1 does not."""
     if expected_speedup(1.0, cost, gamma, verify) < 1.0:
         return None
@@ -61,7 +61,7 @@ def break_even_alpha(cost: float, gamma: int, verify: float) -> float | None:
     return hi
 
 
-def break_even_cost(alpha: float, gamma: int, verify: float) -> float | None:
+def break_even_cost(alpha: float, gamma: float, verify: float) -> float | None:
     """Greatest drafter cost per token at which drafting pays; None when even a free drafter does not."""
     cost = (expected_tokens(alpha, gamma) - verify) / gamma
     return cost if cost >= 0 else None
@@ -73,7 +73,8 @@ class RunPoint:
 
     alpha: float  # kept / (kept + refused): the per-token acceptance the formula assumes
     cost: float  # drafter units per draft token
-    gamma: int
+    gamma: float  # mean draft length of the rounds that drafted (prompt lookup often drafts fewer than asked)
+    configured_gamma: int
     verify: float  # verifier units (slim + full) per round that had a draft
     drafted: int
     kept: int
@@ -113,7 +114,8 @@ def run_point(trace: Trace, costs: CostModel, drafter: object | None = None) -> 
         return total
 
     return RunPoint(alpha=kept / (kept + refused) if kept + refused else 0.0, cost=units("drafter") / drafted,
-                    gamma=int(trace.config.get("gamma", 1)), verify=(units("slim") + units("full")) / len(rounds),
+                    gamma=drafted / len(rounds), configured_gamma=int(trace.config.get("gamma", 1)),
+                    verify=(units("slim") + units("full")) / len(rounds),
                     drafted=drafted, kept=kept, refused=refused, draft_rounds=len(rounds),
                     direct_share=direct / kept if kept else 0.0)
 
@@ -128,7 +130,8 @@ def explain(trace: Trace, costs: CostModel, drafter: object | None = None) -> st
                 "pass: no faster than plain decoding.")
     pace = point.speedup
     head = (f"Drafting cost {point.cost:.2f} of a full pass per token and {point.alpha:.0%} of drafts were kept, "
-            f"with verification at {point.verify:.2f} passes per round: about {pace:.2f}x plain")
+            f"with verification at {point.verify:.2f} passes per round: about {pace:.2f}x plain in the rounds "
+            f"that drafted")
     needed_alpha = break_even_alpha(point.cost, point.gamma, point.verify)
     needed_cost = break_even_cost(point.alpha, point.gamma, point.verify)
     if pace >= 1.0:
@@ -145,7 +148,8 @@ def explain(trace: Trace, costs: CostModel, drafter: object | None = None) -> st
                  else ", and at this acceptance even a free drafter would not pay")
     extra = (f" Tier 1 accepted {point.direct_share:.0%} of the kept drafts with no verifier."
              if point.direct_share > 0 else "")
-    return f"{head}{tail} (gamma {point.gamma}; {costs.profile.name} profile).{extra}"
+    drafts = f"{point.gamma:.1f} drafted per round, gamma {point.configured_gamma}"
+    return f"{head}{tail} ({drafts}; {costs.profile.name} profile).{extra}"
 
 
 @dataclass(frozen=True)

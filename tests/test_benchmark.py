@@ -54,3 +54,15 @@ def test_rows_carry_ratios_predictions_and_print(rows):
 def test_summary_flags_a_missed_target():
     fast = Row("p", "plain", "-", [1, 2], 1.0, ratios={HF_GREEDY: 0.8, "plain": 1.0})
     assert "MISSED by 0.20" in "\n".join(summary([fast]))
+
+
+def test_call_shape_compares_each_kind_of_pass_with_the_profile(rows):
+    from core.benchmark import call_shape
+    from core.profile import CostProfile, ModelCosts, model_signature
+
+    verifier = tiny_bundle("llama", layers=4).verifier.model  # same shape and seed: same signature
+    laws = ModelCosts(4, 1e-3, 1e-3, 1e-3, 1e-4, 1e-3, 1e-4)
+    profile = CostProfile("m", "measured", "hand", "cpu", "float32", "s", {model_signature(verifier): laws})
+    lines = call_shape(rows, CostModel(verifier, profile))
+    assert "full 1 token 1.00" in lines[-1] and "drafter" in lines[-1]
+    assert call_shape(rows, CostModel(verifier)) == []  # a modelled profile has no seconds to compare
