@@ -14,12 +14,14 @@ from plotly.subplots import make_subplots
 
 from app.render import OUTCOMES
 from core.metrics import summarize
+from core.tiers import Outcome
 from core.trace import Trace
 
 FONT = {"size": 15}
 ROLE_COLOURS = {"drafter": "#009E73", "slim": "#56B4E9", "full": "#E69F00"}
-OUTCOME_SYMBOLS = {"direct-accepted": "circle", "slim-accepted": "square", "slim-regenerated": "square-x",
-                   "full-accepted": "diamond", "full-corrected": "x", "full-bonus": "star", "plain": "circle-open"}
+OUTCOME_SYMBOLS = {Outcome.DIRECT_ACCEPT: "circle", Outcome.SLIM_ACCEPT: "square", Outcome.SLIM_REGENERATE: "square-x",
+                   Outcome.FULL_ACCEPT: "diamond", Outcome.FULL_CORRECT: "x", Outcome.FULL_BONUS: "star",
+                   Outcome.PLAIN: "circle-open"}
 
 
 def _layout(fig: go.Figure, title: str, height: int = 420) -> go.Figure:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from app.render import OUTCOMES, token_style
 from core import DecodeConfig
+from core.tiers import Outcome
 from core.trace import TokenRecord, Trace
 
 
@@ -31,19 +32,19 @@ def thresholds_of(trace: Trace) -> tuple[float, float]:
 def explain_token(t: TokenRecord, draft_text: str | None, tau_accept: float, tau_slim: float) -> str:
     """One plain-language sentence on how one token was decided."""
     c, s = _conf(t.draft_confidence), _conf(t.slim_confidence)
-    if t.outcome == "plain":
+    if t.outcome == Outcome.PLAIN:
         return f"Plain decoding: the full model ran once and wrote {_q(t.text)}."
-    if t.outcome == "full-bonus":
+    if t.outcome == Outcome.FULL_BONUS:
         return (f"Every draft token survived and the full model had already looked one step further, "
                 f"so its next word {_q(t.text)} comes for free.")
-    if t.outcome == "direct-accepted":
+    if t.outcome == Outcome.DIRECT_ACCEPT:
         return (f"The drafter was {c} sure (at least τ_accept = {tau_accept:.2f}), "
                 f"so {_q(t.text)} was kept with no check.")
     why_not_1 = (f"The drafter was only {c} sure (below τ_accept = {tau_accept:.2f})" if tau_accept < 1.0
                  else "Tier 1 is switched off (classic SD)")
-    if t.outcome == "slim-accepted":
+    if t.outcome == Outcome.SLIM_ACCEPT:
         return f"{why_not_1}, so the slim verifier looked: it was {s} sure and agreed with {_q(t.text)}."
-    if t.outcome == "slim-regenerated":
+    if t.outcome == Outcome.SLIM_REGENERATE:
         return (f"{why_not_1}, so the slim verifier looked: it was {s} sure and disagreed, writing {_q(t.text)} "
                 f"instead of {_q(draft_text or '?')}. The round ends here.")
     if t.slim_confidence is None and tau_slim < 1.0:
@@ -52,7 +53,7 @@ def explain_token(t: TokenRecord, draft_text: str | None, tau_accept: float, tau
         why_not_2 = "tier 2 is switched off"
     else:
         why_not_2 = f"the slim verifier was only {s} sure (below τ_slim = {tau_slim:.2f})"
-    if t.outcome == "full-accepted":
+    if t.outcome == Outcome.FULL_ACCEPT:
         return f"{why_not_1} and {why_not_2}; the full model checked and agreed with {_q(t.text)}."
     return (f"{why_not_1} and {why_not_2}; the full model checked, disagreed and wrote {_q(t.text)} instead of "
             f"{_q(draft_text or '?')}. The round ends here.")

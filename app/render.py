@@ -10,25 +10,35 @@ from __future__ import annotations
 
 import difflib
 import html
+import re
 from collections import Counter
 
+from core.tiers import OUTCOME_TIER, Outcome, Tier
 from core.trace import TokenRecord, Trace
 
 TOKENS_ELEM_ID = "viasd-tokens"
 
 # outcome -> (colour, label, plain-language meaning). Okabe-Ito palette, colour-blind safe.
-OUTCOMES: dict[str, tuple[str, str, str]] = {
-    "direct-accepted": ("#009E73", "direct accept (tier 1)", "drafter was confident enough; no verifier ran"),
-    "slim-accepted": ("#56B4E9", "slim accept (tier 2)", "the slim verifier agreed with the draft"),
-    "slim-regenerated": ("#0072B2", "slim regenerate (tier 2)", "the slim verifier replaced the draft token"),
-    "full-accepted": ("#E69F00", "full accept (tier 3)", "the full model agreed with the draft"),
-    "full-corrected": ("#D55E00", "full correct (tier 3)", "the full model replaced the draft token"),
-    "full-bonus": ("#CC79A7", "full bonus (tier 3)", "a free extra token from the full model's pass"),
-    "plain": ("#999999", "plain (full model)", "ordinary decoding: one full-model pass per token"),
+OUTCOMES: dict[Outcome, tuple[str, str, str]] = {
+    Outcome.DIRECT_ACCEPT: ("#009E73", "direct accept (tier 1)", "drafter was confident enough; no verifier ran"),
+    Outcome.SLIM_ACCEPT: ("#56B4E9", "slim accept (tier 2)", "the slim verifier agreed with the draft"),
+    Outcome.SLIM_REGENERATE: ("#0072B2", "slim regenerate (tier 2)", "the slim verifier replaced the draft token"),
+    Outcome.FULL_ACCEPT: ("#E69F00", "full accept (tier 3)", "the full model agreed with the draft"),
+    Outcome.FULL_CORRECT: ("#D55E00", "full correct (tier 3)", "the full model replaced the draft token"),
+    Outcome.FULL_BONUS: ("#CC79A7", "full bonus (tier 3)", "a free extra token from the full model's pass"),
+    Outcome.PLAIN: ("#999999", "plain (full model)", "ordinary decoding: one full-model pass per token"),
 }
-TIER_UNDERLINE = {1: "dotted", 2: "dashed", 3: "solid"}
-REPLACED = {"slim-regenerated", "full-corrected"}
-TIER_NAMES = {1: "tier 1: direct accept", 2: "tier 2: slim verifier", 3: "tier 3: full verifier"}
+TIER_UNDERLINE = {Tier.DRAFT: "dotted", Tier.SLIM: "dashed", Tier.FULL: "solid"}
+REPLACED = {Outcome.SLIM_REGENERATE, Outcome.FULL_CORRECT}
+TIER_NAMES = {Tier.DRAFT: "tier 1: direct accept", Tier.SLIM: "tier 2: slim verifier",
+              Tier.FULL: "tier 3: full verifier"}
+SPECIAL_TOKEN = re.compile(r"^\s*(<\|[^|<>]{1,40}\|>|</?s>|<eos>|<end_of_turn>|<\|endoftext\|>)\s*$")
+"""Text of a special (control) token such as <|im_end|>: drawn as a small end marker, never as words."""
+
+
+def is_special(t: TokenRecord) -> bool:
+    """A control token (end of turn, end of text): not words, so never shown or counted as text."""
+    return bool(SPECIAL_TOKEN.match(t.text))
 
 CSS = """
 .viasd-tokens {font-size: 1.3rem; line-height: 2.3; white-space: pre-wrap; word-break: break-word;
@@ -67,8 +77,9 @@ CSS = """
 
 
 def token_style(outcome: str, tier: int) -> str:
-    colour = OUTCOMES.get(outcome, OUTCOMES["plain"])[0]
-    line = "double" if outcome in REPLACED else "none" if outcome == "plain" else TIER_UNDERLINE.get(tier, "solid")
+    colour = OUTCOMES.get(outcome, OUTCOMES[Outcome.PLAIN])[0]
+    line = ("double" if outcome in REPLACED else "none" if outcome == Outcome.PLAIN
+            else TIER_UNDERLINE.get(tier, "solid"))
     return f"background-color: {colour}40; border-bottom-style: {line}; border-bottom-color: {colour};"
 
 
@@ -86,16 +97,23 @@ def token_title(t: TokenRecord) -> str:
 
 
 def token_span(t: TokenRecord, extra_class: str = "") -> str:
-    """One token as a styled span with a tooltip and data attributes."""
-    classes = " ".join(c for c in ("tok", "replaced" if t.outcome in REPLACED else "", extra_class) if c)
+    """One token as a styled span with a tooltip and data attributes; a control token as an end marker."""
+    special = is_special(t)
+    classes = " ".join(c for c in ("tok", "replaced" if t.outcome in REPLACED else "", "special" if special else "",
+                                   extra_class) if c)
+    text = "⏹ end" if special else html.escape(t.text) or "&#8203;"
     return (f'<span class="{classes}" style="{token_style(t.outcome, t.tier)}" data-pos="{t.position}" '
-            f'data-round="{t.round}" data-tier="{t.tier}" data-outcome="{t.outcome}" '
-            f'title="{html.escape(token_title(t), quote=True)}">{html.escape(t.text) or "&#8203;"}</span>')
+            f'data-round="{t.round}" data-tier="{t.tier}" data-outcome="{t.outcome}" data-reason="{t.reason}" '
+            f'title="{html.escape(token_title(t), quote=True)}">{text}</span>')
 
 
 def tokens_html(trace: Trace | None, current_round: int | None = None, placeholder: str = "",
-                elem_id: str = TOKENS_ELEM_ID) -> str:
-    """The output text, one span per token. With `current_round`, later rounds fade and that round is outlined."""
+                elem_id: str = TOKENS_ELEM_ID, pending: Trace | None = None) -> str:
+    """The output text, one span per token. With `current_round`, later rounds fade and that round is outlined.
+
+    `pending` is the previous run's trace during a re-route: its tokens past the new text stay on
+    screen, greyed and struck through, until the new routing reaches them (no collapse, no flicker).
+    """
     if trace is None or not trace.tokens:
         text = html.escape(placeholder or "The generated text appears here, each token coloured by its tier.")
         return f'<div id="{elem_id}" class="viasd-tokens" data-tokens="0"><span class="placeholder">{text}</span></div>'
@@ -105,21 +123,23 @@ def tokens_html(trace: Trace | None, current_round: int | None = None, placehold
         if current_round is not None:
             extra = "current" if t.round == current_round else "faded" if t.round > current_round else ""
         spans.append(token_span(t, extra))
+    stale = pending.tokens[len(trace.tokens):] if pending is not None and trace.stop_reason == "running" else []
+    if stale:
+        spans.append('<span class="pending" title="from the previous settings; being re-routed">'
+                     + html.escape("".join(t.text for t in stale if not is_special(t))) + "</span>")
     return (f'<div id="{elem_id}" class="viasd-tokens" data-tokens="{len(trace.tokens)}" '
-            f'data-stop="{trace.stop_reason}">{"".join(spans)}</div>')
+            f'data-pending="{len(stale)}" data-stop="{trace.stop_reason}">{"".join(spans)}</div>')
 
 
 def legend_html(trace: Trace | None = None) -> str:
     """Legend of every outcome (colour + underline), with counts when a trace is given."""
     counts = Counter(t.outcome for t in trace.tokens) if trace is not None else Counter()
-    tiers = {"direct-accepted": 1, "slim-accepted": 2, "slim-regenerated": 2, "full-accepted": 3,
-             "full-corrected": 3, "full-bonus": 3, "plain": 3}
     items = []
     for outcome, (_, label, meaning) in OUTCOMES.items():
         cls = "tok replaced" if outcome in REPLACED else "tok"
         count = f' <span class="count">×{counts[outcome]}</span>' if trace is not None else ""
         items.append(f'<span class="item" title="{html.escape(meaning)}"><span class="{cls}" '
-                     f'style="{token_style(outcome, tiers[outcome])}">{html.escape(label)}</span>{count}</span>')
+                     f'style="{token_style(outcome, OUTCOME_TIER[outcome])}">{html.escape(label)}</span>{count}</span>')
     key = ('<span class="item">underline: ··· tier 1 · - - tier 2 · ── tier 3 · ══ draft token replaced</span>')
     return f'<div class="viasd-legend" id="viasd-legend">{"".join(items)}{key}</div>'
 

@@ -154,8 +154,8 @@ def test_models_can_be_switched_per_session_and_bad_ids_leave_the_app_working(ap
 
 
 def test_neighbouring_threshold_pairs_are_prefetched_so_a_one_notch_drag_computes_nothing(app_client: object) -> None:
-    from app import session
     from app.prefetch import PREFETCHER, neighbour_pairs
+    from app.session import SESSIONS
 
     assert neighbour_pairs(0.5, 0.3)[:4] == [(0.45, 0.3), (0.5, 0.25), (0.5, 0.35), (0.55, 0.3)]
     assert all(0.0 <= s <= a <= 1.0 for a, s in neighbour_pairs(0.05, 0.05))
@@ -163,7 +163,7 @@ def test_neighbouring_threshold_pairs_are_prefetched_so_a_one_notch_drag_compute
     app_client.predict(PROMPT, *settings, api_name="/generate")
     PREFETCHER.wait()
     assert (0.5, 0.3) in PREFETCHER.done
-    memo = session.get_bundle().memo
+    memo = SESSIONS.default_bundle().memo
     misses = memo.misses
     result = app_client.predict(PROMPT, *SETTINGS[:-2] + [0.5, 0.3], api_name="/reroute")
     assert "Re-routed" in result[1]
@@ -183,3 +183,68 @@ def test_two_visitors_at_once_both_get_their_own_complete_run(app_url: str) -> N
     spans_b, metrics_b = _check_main(result_b[:8], expect_tokens=16)
     assert {s["tier"] for s in spans_b} == {3} and metrics_b["identical_to_full"] is True
     assert "15 percent" not in result_b[0] and result_a[0] != result_b[0]
+
+
+# -- pieces that need no model --------------------------------------------------------------------------------------
+
+
+def test_settings_follow_the_api_order_and_give_friendly_errors() -> None:
+    from app_fixtures import TEST_SETTINGS
+
+    from app.settings import Settings
+    from core.errors import ConfigError
+
+    assert Settings.names()[0] == "prompt" and Settings.names()[-2:] == ["tau_accept", "tau_slim"]
+    assert Settings.from_values(**dict(zip(Settings.names(), TEST_SETTINGS.as_list(), strict=True))) == TEST_SETTINGS
+    config = TEST_SETTINGS.with_(sampling=True, temperature=0.7).config()
+    assert config.temperature == 0.7 and TEST_SETTINGS.config().temperature == 0.0  # greedy unless sampling
+    with pytest.raises(ConfigError, match="τ_accept must be between 0 and 1"):
+        TEST_SETTINGS.with_(tau_accept=1.7).config()
+    with pytest.raises(ConfigError, match="out of order"):
+        TEST_SETTINGS.with_(tau_accept=0.2, tau_slim=0.4).config()
+
+
+def test_error_decorator_turns_typed_errors_into_one_status_line() -> None:
+    from app.guard import reports_errors
+    from core.errors import ConfigError
+
+    @reports_errors("status", suffix=" (kept)")
+    def stream(fail: bool):
+        yield {"tokens": "a", "status": "running"}
+        if fail:
+            raise ConfigError("bad value")
+        yield {"status": "done"}
+
+    assert list(stream(False))[-1] == {"status": "done"}
+    assert list(stream(True))[-1] == {"status": "⚠ **bad value** (kept)"}
+
+    @reports_errors("status")
+    def broken() -> dict:
+        raise RuntimeError("boom")
+
+    assert broken() == {"status": "⚠ **internal error: RuntimeError: boom**"}
+
+
+def test_sessions_tell_a_visitor_whose_models_were_evicted() -> None:
+    from types import SimpleNamespace
+
+    from app.session import MAX_EXTRA_BUNDLES, ModelsEvictedError, Sessions
+
+    loads = []
+
+    def loader(verifier: str = "embedded", drafter: str | None = None) -> object:
+        loads.append(verifier)
+        return SimpleNamespace(verifier=SimpleNamespace(name=verifier), drafter=None)
+
+    sessions = Sessions(loader)
+    assert sessions.choose("a", "org/first", "").verifier.name == "org/first"
+    for i in range(MAX_EXTRA_BUNDLES):
+        sessions.choose(f"other{i}", f"org/model{i}", "")
+    with pytest.raises(ModelsEvictedError, match="org/first.*unloaded to make room"):
+        sessions.bundle("a")
+    assert sessions.bundle("other0").verifier.name == "org/model0"  # still loaded
+    sessions.choose("a", "", "")  # back to the embedded model on purpose
+    assert sessions.bundle("a").verifier.name == "embedded"
+    stop = sessions.start_job("a")
+    sessions.request_stop("a")
+    assert stop() and not sessions.start_job("a")()
