@@ -10,10 +10,11 @@ streaming generators, and the per-session flag here is polled by core loops betw
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from core import EMBEDDED_ID, ModelBundle, ViaSdError, load_bundle
@@ -33,6 +34,7 @@ class ModelsEvictedError(ViaSdError):
 class _Visitor:
     choice: tuple[str, str] | None = None  # (verifier, drafter) when not the embedded default
     stop: threading.Event = field(default_factory=threading.Event)
+    running: int = 0  # model jobs of this session in progress (Stop says so when there are none)
     seen: float = field(default_factory=time.monotonic)
 
 
@@ -64,10 +66,24 @@ class Sessions:
         flag.clear()
         return flag.is_set
 
-    def request_stop(self, session: str) -> None:
-        """Ask the running job of this browser session to stop at its next round."""
+    @contextlib.contextmanager
+    def job(self, session: str) -> Iterator[Callable[[], bool]]:
+        """A model job of this session: yields `should_stop`; Stop knows whether anything is running."""
+        should_stop = self.start_job(session)
         with self._lock:
-            self._visitor(session).stop.set()
+            self._visitor(session).running += 1
+        try:
+            yield should_stop
+        finally:
+            with self._lock:
+                self._visitor(session).running -= 1
+
+    def request_stop(self, session: str) -> bool:
+        """Ask the running job of this browser session to stop at its next round; False if none runs."""
+        with self._lock:
+            visitor = self._visitor(session)
+            visitor.stop.set()
+            return visitor.running > 0
 
     def visitor_count(self) -> int:
         with self._lock:

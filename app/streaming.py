@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from app import charts, render
+from app import cards, charts, render
 from app.prefetch import PREFETCHER
 from app.session import SESSIONS
 from app.settings import Settings
@@ -40,25 +40,24 @@ def export_files(trace: Trace) -> list[str]:
 
 
 def status_line(trace: Trace, phase: str) -> str:
-    """The status bar for a finished (or stopped) run."""
+    """The status bar for a finished (or stopped) run: short, so the text stays above the fold."""
     m = summarize(trace)
-    timing = ("measured wall clock (every pass ran for real)" if m["timing_complete"]
-              else "replayed from memo (wall clock not meaningful)")
     info = trace.models
-    return (f"**{phase}** · {m['tokens']} tokens in {m['rounds']} rounds · modelled speed-up "
-            f"**{m['modelled_speedup']:.2f}×** · {timing} · {info['verifier']} · {info['num_layers']} layers · "
-            f"{info['dtype']} on {info['device']} · drafter: {info['drafter']}")
-
+    timing = "measured wall clock" if m["timing_complete"] else "replayed from memo (wall clock not meaningful)"
+    return (f"**{phase}** · {m['tokens']} tokens in {m['rounds']} rounds · {timing} · "
+            f"<span title=\"{info.get('num_layers')} layers · {info.get('dtype')} on {info.get('device')} · "
+            f"drafter: {info.get('drafter')}\">{info['verifier']}</span>")
 
 def final_update(trace: Trace, settings: Settings, phase: str) -> Update:
     """Every Generate-tab output for a finished trace."""
     config = settings.config()
     metrics = summarize(trace)
     return {"tokens": render.tokens_html(trace), "status": status_line(trace, phase),
-            "legend": render.legend_html(trace), "metrics": render.metrics_html(metrics, trace),
+            "legend": render.legend_html(trace), "metrics": cards.metrics_html(metrics, trace),
             "metrics_json": json.loads(json.dumps(metrics, default=str)),
             "conf_plot": charts.confidence_figure(trace, config.tau_accept, config.tau_slim),
-            "timeline_plot": charts.timeline_figure(trace), "files": export_files(trace), "trace": trace}
+            "timeline_plot": charts.timeline_figure(trace), "files": export_files(trace), "trace": trace,
+            "headline": cards.headline_html(metrics, trace)}
 
 
 def run(settings: Settings, session: str, *, replay: bool, phase: str = "",
@@ -73,31 +72,30 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "",
     if not SESSIONS.is_loaded():
         yield {"status": "… Loading the model (first use only, a few seconds)…"}
     bundle = SESSIONS.bundle(session)
-    should_stop = SESSIONS.start_job(session)
     label = "Running" if replay else "Running every pass for real (honest timing)"
     trace, last = None, 0.0
-    with PREFETCHER.foreground():
+    with SESSIONS.job(session) as should_stop, PREFETCHER.foreground():
         for trace in iter_generate(bundle, settings.prompt, config, replay=replay, should_stop=should_stop):
             if time.perf_counter() - last < STREAM_EVERY_S:
                 continue
             last = time.perf_counter()
-            yield {"tokens": render.tokens_html(trace, pending=previous),
-                   "status": f"… {label}: {len(trace.tokens)}/{config.max_new_tokens} tokens, "
-                             f"round {len(trace.rounds)}…"}
+            progress = f"{label}: {len(trace.tokens)}/{config.max_new_tokens} tokens, round {len(trace.rounds)}…"
+            yield {"tokens": render.tokens_html(trace, pending=previous), "status": f"… {progress}",
+                   "headline": cards.headline_html(summarize(trace), progress=progress)}
         if trace is None:
             return
-        stopped = trace.stop_reason == "cancelled" or should_stop()
+        stopped = cards.is_partial(trace)
         if not stopped:
-            yield {"status": "… Measuring fidelity against the full model…"}
+            yield {"status": "… Measuring fidelity against the full model…",
+                   "headline": cards.headline_html(summarize(trace), progress="Measuring fidelity…")}
             attach_fidelity(bundle, trace)
     if stopped:
-        phase = "Stopped early (partial result)"
+        phase = f"Stopped early: partial result ({trace.stop_reason})"
     elif not phase:
         phase = "Done" if replay else "Done (real timing)"
     yield final_update(trace, settings, phase.format(seconds=time.perf_counter() - started))
     if not stopped:
         PREFETCHER.schedule(bundle, settings.prompt, config)
-
 
 def drain(updates: Iterator[Update], on_update: Callable[[Update], None] | None = None) -> Update:
     """Consume a stream, merging its updates into one dict (benchmarks and tests)."""

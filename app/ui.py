@@ -10,7 +10,7 @@ from typing import Any
 
 import gradio as gr
 
-from app import render
+from app.style import CSS
 from app.tabs.about import AboutTab
 from app.tabs.classroom import ClassroomTab
 from app.tabs.compare import CompareTab
@@ -18,16 +18,14 @@ from app.tabs.generate import GenerateTab
 from app.tabs.models import ModelsPanel
 
 THEME = gr.themes.Default(text_size="lg", primary_hue="blue")
-INTRO = ("# VIA-SD Explorer\nSpeculative decoding with three tiers: a cheap drafter guesses ahead; each guess is "
-         "**trusted** (tier 1), **checked by a slim verifier** (tier 2) or **checked by the full model** (tier 3). "
-         "Follow the tabs left to right: generate and tune, compare, replay in class, and read what every number "
-         "means.")
+INTRO = ("### VIA-SD Explorer · a drafter guesses ahead; each guess is **trusted** (tier 1), **checked by a slim "
+         "verifier** (tier 2) or **checked by the full model** (tier 3)")
 
 
 def build_demo() -> gr.Blocks:
     """Build the whole app (no model is loaded here; the first model event or the warm-up loads it)."""
     with gr.Blocks(title="VIA-SD Explorer") as demo:
-        gr.Markdown(INTRO)
+        gr.Markdown(INTRO, elem_id="viasd-intro")
         with gr.Tabs():
             with gr.Tab("1 · Generate & tune", id="generate"):
                 generate = GenerateTab()
@@ -49,4 +47,4 @@ def build_demo() -> gr.Blocks:
 
 def launch_kwargs() -> dict[str, Any]:
     """Theme and CSS go to launch() in Gradio 6; tests that launch the demo themselves use this too."""
-    return {"theme": THEME, "css": render.CSS, "footer_links": ["api", "gradio", "settings"]}
+    return {"theme": THEME, "css": CSS, "footer_links": ["api", "gradio", "settings"]}

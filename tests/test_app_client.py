@@ -99,10 +99,11 @@ def test_compare_marks_differences(app_client: object) -> None:
     assert "viasd-compare-plain" in plain and 'data-differs="0"' in plain
     assert 'data-differs="0"' in sd  # greedy classic SD reproduces the full model exactly
     assert "viasd-compare-via" in via and "NOT meaningful" in status
+    assert "τ_accept 0.5, τ_slim 0.3" in via  # the thresholds VIA-SD used, in words
     df = pd.DataFrame(table["data"], columns=table["headers"])
-    assert list(df["mode"]) == ["plain", "sd", "via"]
-    assert df.loc[0, "speed-up (modelled accelerator)"] == pytest.approx(1.0)
-    assert bool(df.loc[1, "identical to full"]) is True
+    assert list(df["mode"]) == ["Plain decoding", "Classic speculative decoding", "VIA-SD (τ_accept 0.5, τ_slim 0.3)"]
+    assert df.loc[0, "speed-up (modelled)"] == pytest.approx(1.0)
+    assert bool(df.loc[1, "identical"]) is True
 
 
 def test_threshold_grid(app_client: object) -> None:
@@ -248,3 +249,35 @@ def test_sessions_tell_a_visitor_whose_models_were_evicted() -> None:
     stop = sessions.start_job("a")
     sessions.request_stop("a")
     assert stop() and not sessions.start_job("a")()
+
+
+def _trace(words: list[str], stop: str = "eos") -> object:
+    from core.trace import TokenRecord, Trace
+
+    tokens = [TokenRecord(position=i, token_id=abs(hash(w)) % 10**6, text=w, round=i, tier=3,
+                          outcome="full-accepted", reason="not-confident") for i, w in enumerate(words)]
+    return Trace(prompt="p", prompt_token_count=1, config={}, models={}, tokens=tokens, stop_reason=stop)
+
+
+def test_diff_marks_deletions_substitutions_and_insertions_but_not_end_tokens() -> None:
+    from app.diff import diff_html
+
+    words = [" plants", " make", " sugar", " and", " oxygen", ".", "<|im_end|>"]
+    reference = _trace(words)
+    same = diff_html(_trace(words[:-1]), reference, "x")  # no end token: still identical (it is not a word)
+    assert 'data-differs="0"' in same and "<|im_end|>" not in same and "im_end" not in same
+    dropped = diff_html(_trace([" plants", " make", " sugar", ".", "<|im_end|>"]), reference, "x")
+    assert 'data-dropped="2"' in dropped and "<del class=\"diff\"" in dropped and " and oxygen" in dropped
+    assert "■ end" in dropped  # the end token is a small marker, not text
+    swapped = diff_html(_trace([" plants", " make", " starch", " and", " oxygen", ".", " Yes"]), reference, "x")
+    assert 'data-replaced="1"' in swapped and 'data-added="1"' in swapped and "<mark" in swapped
+
+
+def test_rerouted_text_keeps_the_old_tail_on_screen_until_replaced() -> None:
+    from app.render import tokens_html
+
+    old = _trace([" a", " b", " c", " d"])
+    new = _trace([" a", " x"], stop="running")
+    html = tokens_html(new, pending=old)
+    assert 'data-tokens="2"' in html and 'data-pending="2"' in html and " c d" in html
+    assert 'data-pending="0"' in tokens_html(_trace([" a", " x"], stop="eos"), pending=old)  # finished: no tail

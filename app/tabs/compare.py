@@ -10,21 +10,42 @@ from typing import Any
 
 import gradio as gr
 
-from app import charts, render
+from app import charts
+from app.diff import diff_html
 from app.guard import reports_errors
 from app.prefetch import PREFETCHER
 from app.session import SESSIONS, session_id
 from app.settings import DEFAULT, Settings
-from core import attach_fidelity, generate
+from core import attach_fidelity, generate, summarize
 from core.errors import ConfigError
 from core.sweep import comparison_table, threshold_grid
 
 MODEL = {"concurrency_id": "model", "concurrency_limit": 1}
 DEFAULT_GRID = "0.3, 0.5, 0.7, 0.9, 1.0"
-MODES = {"plain": "Plain (the full model, the reference)", "sd": "Classic SD (every draft checked by the full model)",
-         "via": "VIA-SD (three tiers)"}
+MODES = {"plain": "Plain decoding", "sd": "Classic speculative decoding", "via": "VIA-SD (three tiers)"}
+EXPLAIN = {"plain": "the full model alone: the reference the others are compared with",
+           "sd": "every draft token checked by the full model", "via": "three tiers at the thresholds below"}
+COLUMNS = {"mode": "mode", "tokens": "tokens", "tokens/s (measured)": "tokens/s (measured)",
+           "speed-up (measured)": "speed-up (measured)", "speed-up (modelled accelerator)": "speed-up (modelled)",
+           "rejection rate": "rejection", "mean accepted length": "accepted / round",
+           "full calls/token": "full calls / token", "identical to full": "identical", "full-model agreement":
+           "agreement", "full-model NLL": "NLL"}
 COMPARE_OUTPUTS = ("plain", "sd", "via", "table", "status")
 GRID_OUTPUTS = ("tradeoff_plot", "grid_table", "grid_status", "grid")
+
+
+def mode_label(mode: str, trace: Any = None) -> str:
+    """A human name for a mode; VIA-SD's says which thresholds it used."""
+    if mode == "via" and trace is not None:
+        return f"VIA-SD (τ_accept {trace.config['tau_accept']:g}, τ_slim {trace.config['tau_slim']:g})"
+    return MODES.get(mode, mode)
+
+
+def _text(mode: str, trace: Any, plain: Any) -> str:
+    """One mode's text, differences from plain marked; VIA-SD's says which thresholds it used."""
+    used = (f'<div class="viasd-note">{mode_label(mode, trace)} · modelled speed-up '
+            f'{summarize(trace)["modelled_speedup"]:.2f}×</div>')
+    return diff_html(trace, plain, f"viasd-compare-{mode}") + used
 
 
 def parse_values(text: str) -> list[float]:
@@ -56,7 +77,7 @@ def _compare(settings: Settings, session: str, real_timing: bool):
                 yield {"status": f"**Stopped** during {mode}: the modes finished so far are shown."}
                 return
             following = [m for m in MODES if m not in traces]
-            yield {mode: render.diff_html(trace, traces["plain"], f"viasd-compare-{mode}"),
+            yield {mode: _text(mode, trace, traces["plain"]),
                    "status": f"… {len(traces)}/3 done" + (f"; running {following[0]}…" if following else
                                                           "; measuring fidelity…")}
         reference = traces["plain"].token_ids if config.greedy else None
@@ -65,16 +86,18 @@ def _compare(settings: Settings, session: str, real_timing: bool):
     table = comparison_table(traces).round(3)
     if not real_timing:  # replayed wall clock means nothing: do not show numbers that look measured
         table = table.drop(columns=["tokens/s (measured)", "speed-up (measured)"])
+    table["mode"] = [mode_label(mode, traces[mode]) for mode in table["mode"]]
+    table = table.rename(columns=COLUMNS)
     note = ("Timing: every pass ran for real, so tokens/s and measured speed-up are honest." if real_timing else
             "Timing: replayed from the memo, so the measured columns are NOT meaningful; modelled ones are.")
-    texts = {mode: render.diff_html(trace, traces["plain"], f"viasd-compare-{mode}") for mode, trace in traces.items()}
+    texts = {mode: _text(mode, trace, traces["plain"]) for mode, trace in traces.items()}
     yield {**texts, "table": table, "status": f"**Done.** {note}"}
 
 
 @reports_errors("grid_status")
 def _grid(settings: Settings, session: str, values_text: str, progress: Any) -> dict:
     config = settings.config()
-    values = parse_values(values_text)
+    values = sorted({*parse_values(values_text), config.tau_accept, config.tau_slim})  # the star is always there
     bundle = SESSIONS.bundle(session)
     should_stop = SESSIONS.start_job(session)
     with PREFETCHER.foreground():
@@ -83,8 +106,9 @@ def _grid(settings: Settings, session: str, values_text: str, progress: Any) -> 
     grid = grid.round(4)
     stopped = " (stopped early)" if should_stop() else ""
     return {"tradeoff_plot": charts.tradeoff_figure(grid, config.tau_accept, config.tau_slim), "grid_table": grid,
-            "grid": grid, "grid_status": f"**Grid done{stopped}:** {len(grid)} threshold pairs. Speed-up is "
-                                         "modelled; agreement is measured."}
+            "grid": grid, "grid_status": f"**Grid done{stopped}:** {len(grid)} threshold pairs (the sliders' "
+                                         f"{config.tau_accept:g} / {config.tau_slim:g} included, starred). Speed-up "
+                                         "is modelled; agreement is measured."}
 
 
 class CompareTab:
@@ -101,11 +125,11 @@ class CompareTab:
         texts = {}
         with gr.Row():
             for mode, title in MODES.items():
-                with gr.Column():
-                    gr.Markdown(f"**{title}**")
+                with gr.Column(min_width=280):
+                    gr.Markdown(f"**{title}**: {EXPLAIN[mode]}")
                     texts[mode] = gr.HTML(elem_id=f"viasd-compare-{mode}-box")
         table = gr.Dataframe(label="Side by side (measured columns say so; modelled = accelerator cost model)",
-                             interactive=False)
+                             interactive=False, wrap=True, elem_id="viasd-compare-table")
         self.compare_out = {**texts, "table": table, "status": status}
         gr.Markdown("### Trade-off over threshold pairs\nRuns VIA-SD for every pair τ_slim ≤ τ_accept from "
                     "the values below (memo on, so only new prefixes cost time). The star is the current "

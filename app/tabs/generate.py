@@ -10,7 +10,7 @@ from typing import Any
 
 import gradio as gr
 
-from app import charts, render, streaming
+from app import cards, charts, render, streaming
 from app.guard import reports_errors
 from app.prefetch import STEP
 from app.session import SESSIONS, session_id
@@ -24,7 +24,8 @@ MODEL = {"concurrency_id": "model", "concurrency_limit": 1}
 MODE_CHOICES = [("VIA-SD (three tiers)", "via"), ("classic speculative decoding", "sd"), ("plain decoding", "plain")]
 DRAFTER_CHOICES = [("self: the model with layers skipped", "self"), ("prompt lookup (n-gram copy)", "ngram"),
                    ("separate drafter model (load it under Models)", "model")]
-OUTPUTS = ("tokens", "status", "legend", "metrics", "metrics_json", "conf_plot", "timeline_plot", "files", "trace")
+OUTPUTS = ("tokens", "status", "legend", "metrics", "metrics_json", "conf_plot", "timeline_plot", "files", "trace",
+           "headline")
 """Output names of /generate, /rerun_real and /reroute in API order (/reroute adds "tradeoff_plot")."""
 READY = "Ready. Pick an example or type a prompt, then press **Run**."
 
@@ -57,22 +58,36 @@ class GenerateTab:
     """Builds the tab inside the current Blocks; `widgets` holds the `Settings` inputs by field name."""
 
     def __init__(self) -> None:
-        with gr.Row():
-            with gr.Column(scale=3):
+        with gr.Row(equal_height=False, elem_id="viasd-cockpit"):
+            with gr.Column(scale=5, min_width=520):
                 with gr.Row():
-                    self.family = gr.Dropdown(["all", *FAMILIES], value="all", label="Example family", scale=1)
+                    self.family = gr.Dropdown(["all", *FAMILIES], value="all", label="Example family", scale=1,
+                                              min_width=140)
                     self.example = gr.Dropdown(_example_choices("all"), value=None, label="Example prompt",
                                                elem_id="viasd-example", scale=3)
-                prompt = gr.Textbox(label="Prompt", lines=3, value=load_prompts("chat")[0].text,
+                prompt = gr.Textbox(label="Prompt", lines=2, max_lines=6, value=load_prompts("chat")[0].text,
                                     placeholder="Type a prompt or pick an example", elem_id="viasd-prompt")
                 with gr.Row():
-                    self.run_btn = gr.Button("▶ Run", variant="primary", elem_id="viasd-run")
-                    self.real_btn = gr.Button("Re-run for real timing", elem_id="viasd-real")
-                    self.stop_btn = gr.Button("■ Stop", variant="stop", elem_id="viasd-stop")
+                    self.run_btn = gr.Button("▶ Run", variant="primary", elem_id="viasd-run", min_width=90, scale=2)
+                    self.real_btn = gr.Button("Re-run for real timing", elem_id="viasd-real", min_width=200, scale=3)
+                    self.stop_btn = gr.Button("■ Stop", variant="stop", elem_id="viasd-stop", min_width=90, scale=2)
+                status = gr.Markdown(READY, elem_id="viasd-status")
+                tokens = gr.HTML(render.tokens_html(None), elem_id="viasd-tokens-box")
+                legend = gr.HTML(render.legend_html(), elem_id="viasd-legend-box")
+            with gr.Column(scale=3, min_width=340):
+                headline = gr.HTML(cards.headline_html({}), elem_id="viasd-headline-box")
+                tau_accept = lenient(gr.Slider(0.0, 1.0, value=DEFAULT.tau_accept, step=STEP,
+                                               elem_id="viasd-tau-accept",
+                                               label="τ_accept — trust the drafter directly at or above"))
+                tau_slim = lenient(gr.Slider(0.0, 1.0, value=DEFAULT.tau_slim, step=STEP, elem_id="viasd-tau-slim",
+                                             label="τ_slim — let the slim verifier decide at or above"))
+                gamma = lenient(gr.Slider(1, MAX_GAMMA, value=DEFAULT.gamma, step=1, label="γ — draft length",
+                                          elem_id="viasd-gamma"))
+                gr.Markdown("Release a slider (or type a value and press Tab): the text re-routes at once. "
+                            "τ_slim ≤ τ_accept; 1.0 switches a tier off.", elem_classes="viasd-hint")
                 with gr.Accordion("Decoding settings", open=False, elem_id="viasd-decoding"):
-                    with gr.Row():
-                        mode = gr.Radio(MODE_CHOICES, value=DEFAULT.mode, label="Mode")
-                        drafter = gr.Radio(DRAFTER_CHOICES, value=DEFAULT.drafter, label="Drafter")
+                    mode = gr.Radio(MODE_CHOICES, value=DEFAULT.mode, label="Mode")
+                    drafter = gr.Radio(DRAFTER_CHOICES, value=DEFAULT.drafter, label="Drafter")
                     with gr.Row():
                         draft_route = gr.Dropdown(list(PRESETS), value=DEFAULT.draft_route, label="Draft route",
                                                   allow_custom_value=True,
@@ -81,32 +96,18 @@ class GenerateTab:
                                                  allow_custom_value=True, info="layers the slim verifier runs")
                     max_tokens = gr.Slider(1, MAX_NEW_TOKENS, value=Settings.max_new_tokens, step=1,
                                            label="Max new tokens", elem_id="viasd-max-tokens")
+                    sampling = gr.Checkbox(False, label="Sample (off = greedy)")
                     with gr.Row():
-                        sampling = gr.Checkbox(False, label="Sample (off = greedy)")
                         temperature = gr.Slider(0.05, 2.0, value=Settings.temperature, step=0.05, label="Temperature")
                         top_p = gr.Slider(0.05, 1.0, value=Settings.top_p, step=0.05, label="Top-p")
-                        seed = gr.Number(0, precision=0, label="Seed")
+                    seed = gr.Number(0, precision=0, label="Seed (sampling)")
                 self.models_box = gr.Column()  # the Models panel (app.tabs.models) goes here
-            with gr.Column(scale=2):
-                gr.Markdown("### Live thresholds\nRelease a slider (or type a value and press Tab) and the "
-                            "routing is replayed from the memo instantly — no button needed.")
-                tau_accept = lenient(gr.Slider(0.0, 1.0, value=DEFAULT.tau_accept, step=STEP,
-                                               elem_id="viasd-tau-accept",
-                                               label="τ_accept — trust the drafter directly at or above"))
-                tau_slim = lenient(gr.Slider(0.0, 1.0, value=DEFAULT.tau_slim, step=STEP, elem_id="viasd-tau-slim",
-                                             label="τ_slim — let the slim verifier decide at or above"))
-                gamma = lenient(gr.Slider(1, MAX_GAMMA, value=DEFAULT.gamma, step=1, label="γ — draft length",
-                                          elem_id="viasd-gamma"))
-                gr.Markdown("τ_slim must not exceed τ_accept. 1.0 switches a tier off.")
         self.widgets: dict[str, gr.components.Component] = {
             "prompt": prompt, "mode": mode, "drafter": drafter, "draft_route": draft_route, "slim_route": slim_route,
             "gamma": gamma, "max_new_tokens": max_tokens, "sampling": sampling, "temperature": temperature,
             "top_p": top_p, "seed": seed, "tau_accept": tau_accept, "tau_slim": tau_slim}
         assert list(self.widgets) == Settings.names(), "widgets must follow Settings' field (API) order"
-        status = gr.Markdown(READY, elem_id="viasd-status")
-        legend = gr.HTML(render.legend_html(), elem_id="viasd-legend-box")
-        tokens = gr.HTML(render.tokens_html(None), elem_id="viasd-tokens-box")
-        metrics = gr.HTML(render.metrics_html({}), elem_id="viasd-metrics-box")
+        metrics = gr.HTML(cards.metrics_html({}), elem_id="viasd-metrics-box")
         with gr.Row():
             conf_plot = gr.Plot(charts.confidence_figure(None, DEFAULT.tau_accept, DEFAULT.tau_slim),
                                 label="Confidences (camera icon: save as PNG)", elem_id="viasd-conf-plot")
@@ -124,7 +125,8 @@ class GenerateTab:
                 metrics_json = gr.JSON(label="summarize(trace)")
         self.out: dict[str, gr.components.Component] = {
             "tokens": tokens, "status": status, "legend": legend, "metrics": metrics, "metrics_json": metrics_json,
-            "conf_plot": conf_plot, "timeline_plot": timeline_plot, "files": files, "trace": gr.State(None)}
+            "conf_plot": conf_plot, "timeline_plot": timeline_plot, "files": files, "trace": gr.State(None),
+            "headline": headline}
         assert tuple(self.out) == OUTPUTS
         self._targets = dict(self.out)  # plus the Compare tab's trade-off chart, once wired
 
@@ -149,8 +151,10 @@ class GenerateTab:
 
     def stop(self, request: gr.Request = None) -> dict:
         """Ask this session's run to stop after its current round; it then shows the partial result."""
-        SESSIONS.request_stop(session_id(request))
-        return {self.out["status"]: "■ Stop requested: the run ends after its current round and shows what it has."}
+        if SESSIONS.request_stop(session_id(request)):
+            return {self.out["status"]: "■ Stop requested: the run ends after its current round and shows what "
+                                        "it has."}
+        return {self.out["status"]: "Nothing to stop: no run of yours is in progress."}
 
     def ready(self, request: gr.Request = None) -> dict:
         """Status on page load: says whether the model is ready or still loading."""
