@@ -54,8 +54,10 @@ def _fmt(value: float | None) -> str:
 def token_title(t: TokenRecord) -> str:
     """Tooltip text of one token: where it came from and what each model thought of it."""
     meaning = OUTCOMES.get(t.outcome, ("", t.outcome, ""))[2]
+    verdict = getattr(t, "verdict", "")  # recorded by the engine's verifier rule (absent in older traces)
     return (f"token {t.position} {t.text!r} · round {t.round}\n"
             f"{TIER_NAMES.get(t.tier, t.tier)} · {t.outcome}: {meaning}\n"
+            f"why this tier: {t.reason}" + (f" · verdict: {verdict}" if verdict else "") + "\n"
             f"confidence: drafter {_fmt(t.draft_confidence)} · slim {_fmt(t.slim_confidence)} · "
             f"full {_fmt(t.full_confidence)}")
 

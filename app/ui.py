@@ -17,7 +17,11 @@ from app.tabs.compare import CompareTab
 from app.tabs.generate import GenerateTab
 from app.tabs.models import ModelsPanel
 
-THEME = gr.themes.Default(text_size="lg", primary_hue="blue")
+THEME = gr.themes.Default(text_size="lg", primary_hue="blue").set(
+    # one shade darker than the default so white button text passes WCAG AA (4.5:1) in light mode
+    button_primary_background_fill="*primary_600", button_primary_background_fill_hover="*primary_700",
+    button_cancel_background_fill="#b91c1c", button_cancel_background_fill_hover="#991b1b",
+    body_text_color_subdued="*neutral_600")
 INTRO = ("### VIA-SD Explorer · a drafter guesses ahead; each guess is **trusted** (tier 1), **checked by a slim "
          "verifier** (tier 2) or **checked by the full model** (tier 3)")
 
