@@ -254,8 +254,8 @@ def test_sessions_tell_a_visitor_whose_models_were_evicted() -> None:
 def _trace(words: list[str], stop: str = "eos") -> object:
     from core.trace import TokenRecord, Trace
 
-    tokens = [TokenRecord(position=i, token_id=abs(hash(w)) % 10**6, text=w, round=i, tier=3,
-                          outcome="full-accepted", reason="not-confident") for i, w in enumerate(words)]
+    tokens = [TokenRecord(position=i, token_id=abs(hash(w)) % 10**6, text=w, round=i, tier=3, outcome="full-accepted",
+                          reason="not-confident", verdict="argmax") for i, w in enumerate(words)]
     return Trace(prompt="p", prompt_token_count=1, config={}, models={}, tokens=tokens, stop_reason=stop)
 
 
