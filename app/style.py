@@ -60,7 +60,7 @@ CSS = """
 .viasd-round table {border-collapse: collapse; font-size: 1.1rem; background: var(--viasd-bg);}
 .viasd-round th, .viasd-round td {border: 1px solid var(--viasd-border); padding: 0.3rem 0.6rem; text-align: left;}
 .viasd-round td.tokcell {font-family: ui-monospace, monospace; white-space: pre;}
-.min_value, .max_value {color: var(--viasd-muted) !important;}
+.min_value, .max_value, .label-wrap .icon {color: var(--viasd-muted) !important;}
 button[role=tab].selected {color: #1d4ed8;}
 .dark button[role=tab].selected, .dark #viasd-files .download-link, .dark .prose a {color: #93c5fd;}
 #viasd-status {font-size: 1.0rem; min-height: 1.6rem;}

@@ -101,9 +101,9 @@ def test_compare_marks_differences(app_client: object) -> None:
     assert "viasd-compare-via" in via and "NOT meaningful" in status
     assert "τ_accept 0.5, τ_slim 0.3" in via  # the thresholds VIA-SD used, in words
     df = pd.DataFrame(table["data"], columns=table["headers"])
-    assert list(df["mode"]) == ["Plain decoding", "Classic speculative decoding", "VIA-SD (τ_accept 0.5, τ_slim 0.3)"]
+    assert list(df["mode"]) == ["Plain", "Classic SD", "VIA-SD (τa 0.5, τs 0.3)"]
     assert df.loc[0, "speed-up (modelled)"] == pytest.approx(1.0)
-    assert bool(df.loc[1, "identical"]) is True
+    assert bool(df.loc[1, "same text"]) is True
 
 
 def test_threshold_grid(app_client: object) -> None:

@@ -28,17 +28,18 @@ EXPLAIN = {"plain": "the full model alone: the reference the others are compared
 COLUMNS = {"mode": "mode", "tokens": "tokens", "tokens/s (measured)": "tokens/s (measured)",
            "speed-up (measured)": "speed-up (measured)", "speed-up (modelled accelerator)": "speed-up (modelled)",
            "rejection rate": "rejection", "mean accepted length": "accepted / round",
-           "full calls/token": "full calls / token", "identical to full": "identical", "full-model agreement":
+           "full calls/token": "full calls / token", "identical to full": "same text", "full-model agreement":
            "agreement", "full-model NLL": "NLL"}
 COMPARE_OUTPUTS = ("plain", "sd", "via", "table", "status")
 GRID_OUTPUTS = ("tradeoff_plot", "grid_table", "grid_status", "grid")
 
 
-def mode_label(mode: str, trace: Any = None) -> str:
-    """A human name for a mode; VIA-SD's says which thresholds it used."""
+def mode_label(mode: str, trace: Any = None, short: bool = False) -> str:
+    """A human name for a mode; VIA-SD's says which thresholds it used (`short`: for the table)."""
     if mode == "via" and trace is not None:
-        return f"VIA-SD (τ_accept {trace.config['tau_accept']:g}, τ_slim {trace.config['tau_slim']:g})"
-    return MODES.get(mode, mode)
+        a, s = trace.config["tau_accept"], trace.config["tau_slim"]
+        return f"VIA-SD (τa {a:g}, τs {s:g})" if short else f"VIA-SD (τ_accept {a:g}, τ_slim {s:g})"
+    return {"plain": "Plain", "sd": "Classic SD"}.get(mode, mode) if short else MODES.get(mode, mode)
 
 
 def _text(mode: str, trace: Any, plain: Any) -> str:
@@ -86,7 +87,7 @@ def _compare(settings: Settings, session: str, real_timing: bool):
     table = comparison_table(traces).round(3)
     if not real_timing:  # replayed wall clock means nothing: do not show numbers that look measured
         table = table.drop(columns=["tokens/s (measured)", "speed-up (measured)"])
-    table["mode"] = [mode_label(mode, traces[mode]) for mode in table["mode"]]
+    table["mode"] = [mode_label(mode, traces[mode], short=True) for mode in table["mode"]]
     table = table.rename(columns=COLUMNS)
     note = ("Timing: every pass ran for real, so tokens/s and measured speed-up are honest." if real_timing else
             "Timing: replayed from the memo, so the measured columns are NOT meaningful; modelled ones are.")

@@ -113,6 +113,7 @@ class GenerateTab:
                                 label="Confidences (camera icon: save as PNG)", elem_id="viasd-conf-plot")
             timeline_plot = gr.Plot(charts.timeline_figure(None), label="Per-round timeline",
                                     elem_id="viasd-timeline-plot")
+        self.charts_slot = gr.Row(elem_id="viasd-more-charts")  # break-even and reliability charts go here
         gr.Markdown("*Confidence chart:* a token right of the green line was trusted without a check (tier 1); "
                     "right of the blue dashed line the slim verifier may decide (tier 2); the rest went to the "
                     "full model. *Timeline:* bars are the modelled cost of each model per round, in full-model "
