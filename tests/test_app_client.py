@@ -53,7 +53,8 @@ def _check_main(result: tuple, expect_tokens: int | None = None) -> tuple[list[d
 def test_generate_streams_coloured_tokens(app_client: object) -> None:
     job = app_client.submit(PROMPT, *SETTINGS, api_name="/generate")
     result = job.result(timeout=600)
-    spans, metrics = _check_main(result, expect_tokens=16)
+    spans, metrics = _check_main(result[:8], expect_tokens=16)
+    assert 'data-metric="modelled_speedup"' in result[8]  # the headline beside the sliders
     assert "Done" in result[1]
     assert "title=" in result[0]  # hover tooltips
     assert len(job.outputs()) >= 2, "the run should stream partial results"
@@ -109,10 +110,12 @@ def test_compare_marks_differences(app_client: object) -> None:
 def test_threshold_grid(app_client: object) -> None:
     plot, grid, status, *_ = app_client.predict(PROMPT, *SETTINGS, "0.5, 1.0", api_name="/grid")
     df = pd.DataFrame(grid["data"], columns=grid["headers"])
-    assert sorted(zip(df["tau_accept"], df["tau_slim"], strict=True)) == [(0.5, 0.5), (1.0, 0.5), (1.0, 1.0)]
+    # the sliders' pair (0.5, 0.3) is always added, so its star is always drawn
+    assert sorted(zip(df["tau_accept"], df["tau_slim"], strict=True)) == [
+        (0.3, 0.3), (0.5, 0.3), (0.5, 0.5), (1.0, 0.3), (1.0, 0.5), (1.0, 1.0)]
     assert (df["modelled_speedup"] > 0).all() and df["full_agreement"].between(0, 1).all()
     names = [t.get("name") for t in json.loads(plot["plot"])["data"]]
-    assert "threshold pair" in names
+    assert "threshold pair" in names and "current sliders" in names
     bad = app_client.predict(PROMPT, *SETTINGS, "0.5, banana", api_name="/grid")
     assert "cannot read threshold values" in bad[2]
 
