@@ -94,7 +94,7 @@ def test_run_then_drag_thresholds(page) -> None:
     assert len(before) == 16 and set(before) <= {"direct-accepted", "slim-accepted", "slim-regenerated",
                                                  "full-accepted", "full-corrected", "full-bonus"}
     title = page.get_attribute("#viasd-tokens .tok", "title")
-    assert "round 0" in title and "confidence: drafter" in title
+    assert "round 1" in title and "confidence: drafter" in title  # rounds count from 1 on screen
     speed_before = page.inner_text("[data-metric=modelled_speedup]")
     page.screenshot(path=str(ARTIFACTS / "01_generate.png"), full_page=True)
 

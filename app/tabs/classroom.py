@@ -29,19 +29,20 @@ PRESENTER_CLASS = "viasd-presenter"
 EMPTY = classroom.EMPTY
 
 CSS = f"""
-#viasd-classroom-notes {{font-size: 1.05rem;}}
-.viasd-caption {{font-size: 1.15rem; line-height: 1.5; color: var(--viasd-fg, inherit);}}
+body.{PRESENTER_CLASS} {{--viasd-class-caption: 26px; --viasd-class-text: 28px; --viasd-class-table: 22px;
+  --viasd-class-notes: 22px; --viasd-class-button: 24px;}}
+body.{PRESENTER_CLASS} #viasd-intro {{display: none;}}
+#viasd-caption .viasd-caption {{font-size: var(--viasd-class-caption, 1.15rem); line-height: 1.45;
+  color: var(--viasd-fg, inherit);}}
 .viasd-caption ol {{margin: 0.3rem 0 0.3rem 1.4rem; padding: 0;}}
 .viasd-caption p {{margin: 0.3rem 0;}}
-body.{PRESENTER_CLASS} #viasd-intro {{display: none;}}
-body.{PRESENTER_CLASS} .viasd-caption {{font-size: 26px; line-height: 1.45;}}
-body.{PRESENTER_CLASS} #{CLASS_TOKENS_ID} {{font-size: 28px; line-height: 1.9;}}
-body.{PRESENTER_CLASS} #viasd-round table {{font-size: 22px;}}
-body.{PRESENTER_CLASS} #viasd-classroom-heading, body.{PRESENTER_CLASS} #viasd-classroom-notes {{font-size: 22px;}}
-body.{PRESENTER_CLASS} #viasd-prev button, body.{PRESENTER_CLASS} #viasd-next button,
-body.{PRESENTER_CLASS} button#viasd-prev, body.{PRESENTER_CLASS} button#viasd-next {{font-size: 24px;}}
+#{CLASS_TOKENS_ID} {{font-size: var(--viasd-class-text, 1.2rem);}}
+#viasd-round table {{font-size: var(--viasd-class-table, 1.1rem);}}
+#viasd-classroom-heading, #viasd-classroom-notes {{font-size: var(--viasd-class-notes, 1.05rem);}}
+#viasd-prev, #viasd-next {{font-size: var(--viasd-class-button, 1rem);}}
 """
-"""Classroom styles; the caption is at least 24 px in presenter mode (added to the app's CSS in app.ui)."""
+"""Classroom styles (added to the app's CSS in app.ui). Presenter sizes are variables set on <body>: Gradio
+also copies every rule under its container prefix, which would out-rank a plain `body.presenter x` rule."""
 
 TOGGLE_PRESENTER = f"(on) => {{ document.body.classList.toggle('{PRESENTER_CLASS}', !!on); return on; }}"
 
