@@ -5,8 +5,9 @@ embedded model (100 tokens by default), waits for the background prefetch of nei
 then drags τ_accept one notch with the mouse, back and forth, N times, and jumps τ_slim far away
 once. In the page, a pointerup listener stamps the release and MutationObservers stamp every
 change of the text, the headline metrics and the status line, so the times are browser-side:
-  * done  = release -> the text AND the headline metrics show their final state (last change);
-  * first = release -> first visible change of the text or metrics;
+  * done  = release -> the text AND the headline metrics show their final state (their last change;
+            the status line's change when neither needed to change);
+  * first = release -> first change of the text or metrics (content only, not Gradio's progress timer);
   * server = the app's own "Re-routed in X s" (the rest is transport, rendering and the queue).
 Prints a table (p50 / p95 / max, ms). Needs playwright (Python) and /usr/bin/chromium; the numbers
 are only meaningful on a quiet machine.
@@ -27,15 +28,23 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]
-WATCHED = {"tokens": "#viasd-tokens-box", "metrics": "#viasd-headline-box", "status": "#viasd-status"}
+WATCHED = {"tokens": ["#viasd-tokens-box", "#viasd-tokens"], "metrics": ["#viasd-headline-box", "#viasd-headline"],
+           "status": ["#viasd-status", "#viasd-status .prose"]}
+"""key -> [element observed, element whose content counts]: Gradio's progress timer inside a box is not a change."""
 OBSERVE = """(watched) => {
-  const lat = window.__viasdLatency = {release: null, events: []};
+  const lat = window.__viasdLatency = {release: null, events: [], last: {}};
+  const content = (key) => {
+    const [box, inner] = watched[key];
+    const el = document.querySelector(inner) || document.querySelector(box);
+    return key === 'status' ? (el?.innerText || '') : (el?.outerHTML || '');
+  };
+  for (const key of Object.keys(watched)) lat.last[key] = content(key);
   document.addEventListener('pointerup', () => { lat.release = performance.now(); lat.events = []; }, true);
-  for (const [key, selector] of Object.entries(watched)) {
-    new MutationObserver(() => lat.events.push({key, t: performance.now(),
-                                                 text: document.querySelector(selector)?.innerText || ''}))
-      .observe(document.querySelector(selector), {subtree: true, childList: true, characterData: true,
-                                                 attributes: true});
+  for (const [key, [box]] of Object.entries(watched)) {
+    new MutationObserver(() => {
+      const now = content(key);
+      if (now !== lat.last[key]) { lat.last[key] = now; lat.events.push({key, t: performance.now()}); }
+    }).observe(document.querySelector(box), {subtree: true, childList: true, characterData: true, attributes: true});
   }
 }"""
 FINISHED = r"^(Re-routed in|Done)|⚠"
