@@ -70,12 +70,13 @@ def wants_run(params: Mapping[str, str]) -> bool:
 
 
 class SharePanel:
-    """A "link to these settings" button and a copyable box; `wire` also applies a link's settings on load."""
+    """A "link to these settings" button and a copyable box (shown once pressed); `wire` also applies a link's
+    settings on load."""
 
     def __init__(self) -> None:
-        self.button = gr.Button("🔗 Link to these settings", size="sm", elem_id="viasd-share")
+        self.button = gr.Button("Link to these settings", size="sm", elem_id="viasd-share")
         self.link = gr.Textbox(label="Share this link: it opens these settings and runs them", buttons=["copy"],
-                               interactive=False, elem_id="viasd-share-link", visible=True, lines=1)
+                               interactive=False, elem_id="viasd-share-link", visible=False, lines=1)
         self.autorun = gr.State(False)
 
     def wire(self, demo: gr.Blocks, widgets: dict[str, gr.components.Component]) -> None:
@@ -94,8 +95,8 @@ class SharePanel:
             update: dict = {widget: getattr(settings, name) for name, widget in targets.items()}
             return {**update, self.autorun: wants_run(params)}
 
-        def link(**values: Any) -> str:
-            return query_of(Settings.from_values(**values))
+        def link(**values: Any) -> dict:
+            return gr.update(value=query_of(Settings.from_values(**values)), visible=True)
 
         demo.load(apply, None, [*targets.values(), self.autorun], api_visibility="private").then(
             None, self.autorun, None, js=PRESS_RUN, queue=False, api_visibility="private")

@@ -32,23 +32,23 @@ def _arrow(x1: int, y1: int, x2: int, y2: int, label: str = "", dx: int = 6, dy:
 
 ROUND_DRAWING = (
     '<figure id="viasd-round-drawing" style="margin:0; color: inherit;">'
-    '<svg viewBox="0 0 900 330" width="100%" style="max-width: 900px; font-family: ui-sans-serif, system-ui, '
+    '<svg viewBox="0 0 945 330" width="100%" style="max-width: 945px; font-family: ui-sans-serif, system-ui, '
     'sans-serif; font-size: 16px;" fill="currentColor" role="img" '
     'aria-label="One round: the drafter guesses words; each guess goes to tier 1, tier 2 or tier 3; the kept words '
     'join the output">'
     '<defs><marker id="viasd-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
     'orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="currentColor"/></marker></defs>'
-    + _box(10, 125, 150, 70, ["1. Drafter", "guesses γ words"], bold=True)
-    + _arrow(160, 160, 238, 160)
-    + _box(240, 115, 170, 90, ["2. Each guess:", "how sure is", "the drafter?"])
-    + _arrow(410, 140, 520, 55, "very sure", -40, -6)
-    + _arrow(410, 160, 520, 165, "not quite", -20, -8)
-    + _arrow(410, 180, 520, 275, "unsure", -30, 22)
-    + _box(522, 15, 230, 78, ["Tier 1 · trust it", "kept, nobody checks (free)"], tint="#009E73", bold=True)
-    + _box(522, 125, 230, 78, ["Tier 2 · slim verifier", "part of the big model checks"], tint="#56B4E9", bold=True)
-    + _box(522, 235, 230, 78, ["Tier 3 · full verifier", "the whole model checks"], tint="#E69F00", bold=True)
-    + _arrow(752, 54, 800, 140) + _arrow(752, 164, 798, 164) + _arrow(752, 274, 800, 188)
-    + _box(800, 125, 90, 78, ["3. Output", "text"], bold=True)
+    + _box(10, 125, 170, 70, ["1. Drafter", "guesses γ words"], bold=True)
+    + _arrow(180, 160, 248, 160)
+    + _box(250, 115, 170, 90, ["2. Each guess:", "how sure is", "the drafter?"])
+    + _arrow(420, 140, 520, 55, "very sure", -66, -4)
+    + _arrow(420, 160, 520, 165, "not quite", -20, -8)
+    + _arrow(420, 180, 520, 275, "unsure", -58, 20)
+    + _box(522, 15, 275, 78, ["Tier 1 · trust it", "kept, nobody checks (free)"], tint="#009E73", bold=True)
+    + _box(522, 125, 275, 78, ["Tier 2 · slim verifier", "part of the big model checks"], tint="#56B4E9", bold=True)
+    + _box(522, 235, 275, 78, ["Tier 3 · full verifier", "the whole model checks"], tint="#E69F00", bold=True)
+    + _arrow(797, 54, 833, 140) + _arrow(797, 164, 831, 164) + _arrow(797, 274, 833, 188)
+    + _box(833, 125, 105, 78, ["3. Output", "text"], bold=True)
     + '</svg><figcaption style="font-size: 1rem;">One round. A rejected guess is replaced by the checker\'s own word '
     'and ends the round; the rest of that round\'s guesses are thrown away. If the slim verifier is not sure '
     'either, the guess goes on to the full model. Once the full model has run in a round, it decides the round\'s '
@@ -100,7 +100,7 @@ keep the engine's `round` index, which starts at 0 (screen round = `round` + 1).
 * One run at a time uses the model; other requests wait in the queue. **Stop** ends a run after its current round.
 * Every chart has a camera icon in its top-right toolbar: click it to save the chart as a PNG.
   The trace itself downloads as CSV (tokens, rounds) and JSON below the charts.
-* **🔗 Link to these settings** (Generate tab) gives a link that opens the same prompt and settings and runs them:
+* **Link to these settings** (Generate tab) gives a link that opens the same prompt and settings and runs them:
   `?prompt=…&tau_accept=…&tau_slim=…&gamma=…&mode=…&drafter=…&max_new_tokens=…&run=1`.
 """
 
