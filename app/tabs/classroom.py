@@ -103,7 +103,7 @@ class ClassroomTab:
 
     def __init__(self) -> None:
         titles = list(_walkthroughs())
-        with gr.Row(equal_height=True):
+        with gr.Row(equal_height=False):
             self.walk = gr.Dropdown(titles, value=titles[0] if titles else None, label="Walkthrough", scale=4,
                                     min_width=220, elem_id="viasd-walk-pick")
             self.walk_btn = gr.Button("Load walkthrough", variant="primary", scale=1, min_width=130,
