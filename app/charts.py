@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.render import OUTCOMES
+from app.render import OUTCOMES, shown_round
 from core.metrics import summarize
 from core.tiers import Outcome
 from core.trace import Trace
@@ -51,7 +51,7 @@ def confidence_figure(trace: Trace | None, tau_accept: float, tau_slim: float) -
                         t.draft_confidence is not None for t in trace.tokens if t.outcome == outcome),
                     marker={"color": colour, "size": 11, "symbol": OUTCOME_SYMBOLS[outcome],
                             "line": {"width": 1, "color": "#333333"}},
-                    text=[f"{t.text!r} (token {t.position}, round {t.round})" for t in pts],
+                    text=[f"{t.text!r} (token {t.position}, round {shown_round(t.round)})" for t in pts],
                     hovertemplate="%{text}<br>confidence %{x:.3f}<extra>" + label + "</extra>"))
     fig.add_shape(type="line", x0=tau_accept, x1=tau_accept, y0=0.55, y1=1.45, line={"color": "#009E73", "width": 3})
     fig.add_shape(type="line", x0=tau_slim, x1=tau_slim, y0=-0.45, y1=0.45,
@@ -70,6 +70,7 @@ def timeline_figure(trace: Trace | None) -> go.Figure:
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     if trace is not None and trace.rounds:
         df = trace.rounds_dataframe()
+        df["round"] = df["round"].map(shown_round)  # on screen rounds count from 1 (the CSV keeps 0-based)
         for role, colour in ROLE_COLOURS.items():
             fig.add_trace(go.Bar(x=df["round"], y=df[f"{role}_cost_units"], name=f"{role} cost (modelled)",
                                  marker_color=colour,

@@ -35,6 +35,11 @@ SPECIAL_TOKEN = re.compile(r"^\s*(<\|[^|<>]{1,40}\|>|</?s>|<eos>|<end_of_turn>|<
 """Text of a special (control) token such as <|im_end|>: drawn as a small end marker, never as words."""
 
 
+def shown_round(index: int) -> int:
+    """Rounds are numbered from 1 wherever a person reads them; traces and CSVs keep the engine's index from 0."""
+    return index + 1
+
+
 def is_special(t: TokenRecord) -> bool:
     """A control token (end of turn, end of text): not words, so never shown or counted as text."""
     return bool(SPECIAL_TOKEN.match(t.text))
@@ -55,7 +60,7 @@ def token_title(t: TokenRecord) -> str:
     """Tooltip text of one token: where it came from and what each model thought of it."""
     meaning = OUTCOMES.get(t.outcome, ("", t.outcome, ""))[2]
     verdict = getattr(t, "verdict", "")  # recorded by the engine's verifier rule (absent in older traces)
-    return (f"token {t.position} {t.text!r} · round {t.round}\n"
+    return (f"token {t.position} {t.text!r} · round {shown_round(t.round)}\n"
             f"{TIER_NAMES.get(t.tier, t.tier)} · {t.outcome}: {meaning}\n"
             f"why this tier: {t.reason}" + (f" · verdict: {verdict}" if verdict else "") + "\n"
             f"confidence: drafter {_fmt(t.draft_confidence)} · slim {_fmt(t.slim_confidence)} · "

@@ -10,8 +10,10 @@ from typing import Any
 
 import gradio as gr
 
+from app.share import SharePanel
 from app.style import CSS
 from app.tabs.about import AboutTab
+from app.tabs.classroom import CSS as CLASSROOM_CSS
 from app.tabs.classroom import ClassroomTab
 from app.tabs.compare import CompareTab
 from app.tabs.generate import GenerateTab
@@ -35,6 +37,7 @@ def build_demo() -> gr.Blocks:
                 generate = GenerateTab()
                 with generate.models_box:
                     models = ModelsPanel()
+                    share = SharePanel()
             with gr.Tab("2 · Compare", id="compare"):
                 compare = CompareTab()
             with gr.Tab("3 · Classroom", id="classroom"):
@@ -46,9 +49,10 @@ def build_demo() -> gr.Blocks:
         compare.wire(generate.widgets)
         classroom.wire(generate.out["trace"])
         demo.load(generate.ready, None, generate.out["status"], api_visibility="private")
+        share.wire(demo, generate.widgets)
     return demo
 
 
 def launch_kwargs() -> dict[str, Any]:
     """Theme and CSS go to launch() in Gradio 6; tests that launch the demo themselves use this too."""
-    return {"theme": THEME, "css": CSS, "footer_links": ["api", "gradio", "settings"]}
+    return {"theme": THEME, "css": CSS + CLASSROOM_CSS, "footer_links": ["api", "gradio", "settings"]}

@@ -177,7 +177,7 @@ def test_cockpit_shows_sliders_text_and_headline_together(page) -> None:
     _wait_status(page, r"^Done")
     assert len(_outcomes(page)) >= 12 and set(_outcomes(page)) <= TIER_OUTCOMES
     title = page.get_attribute("#viasd-tokens .tok", "title")
-    assert "round 0" in title and "confidence: drafter" in title
+    assert "round 1" in title and "confidence: drafter" in title  # rounds count from 1 on screen
     page.evaluate("window.scrollTo(0, 0)")
     for selector in ("#viasd-tau-accept", "#viasd-tau-slim", "#viasd-gamma", "#viasd-tokens", "#viasd-status",
                      "[data-metric=modelled_speedup]", "[data-metric=rejection_rate]", "[data-metric=full_agreement]"):

@@ -126,11 +126,16 @@ def test_walkthrough_loads_and_explains(app_client: object) -> None:
     walks = load_walkthroughs()
     assert len(walks) >= 2
     title = next(w["title"] for w in walks if w["config"].get("drafter") == "ngram")  # the cheaper one
-    intro, slider, tokens, table, caption = app_client.predict(title, api_name="/walkthrough")
-    assert title in intro and "Talking points" in intro
-    assert _spans(tokens), "walkthrough text should be coloured"
-    assert "Round 1 of" in caption and "passes" in caption
-    assert "<table>" in table
+    from app.tabs.classroom import OUTPUTS
+
+    out = dict(zip([n for n in OUTPUTS if n != "trace"], app_client.predict(title, False, api_name="/walkthrough"),
+                   strict=True))  # a State is not sent to API callers
+    assert title in out["heading"] and "Talking points" in out["notes"] and "Ran on" in out["notes"]
+    spans = _spans(out["tokens"])
+    assert spans, "walkthrough text should be coloured"
+    assert {s["round"] for s in spans} == {0}, "later rounds stay hidden until reached"
+    assert "Round 1 of" in out["caption"] and "passes" in out["caption"] and "data-reason=" in out["caption"]
+    assert "<table>" in out["round_table"]
 
 
 def test_models_can_be_switched_per_session_and_bad_ids_leave_the_app_working(app_url: str, tmp_path) -> None:

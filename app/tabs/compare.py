@@ -12,6 +12,7 @@ import gradio as gr
 
 from app import charts
 from app.diff import diff_html
+from app.gpu import compare_seconds, on_gpu
 from app.guard import reports_errors
 from app.prefetch import PREFETCHER
 from app.session import SESSIONS, session_id
@@ -63,6 +64,7 @@ def parse_values(text: str) -> list[float]:
 
 
 @reports_errors("status")
+@on_gpu(compare_seconds)
 def _compare(settings: Settings, session: str, real_timing: bool):
     config = settings.config()
     yield {"status": "… Loading the model…" if not SESSIONS.is_loaded() else "… Running plain decoding…"}

@@ -11,6 +11,7 @@ from typing import Any
 import gradio as gr
 
 from app import cards, charts, render, streaming
+from app.gpu import on_gpu, settings_seconds
 from app.guard import reports_errors
 from app.prefetch import STEP
 from app.session import SESSIONS, session_id
@@ -35,11 +36,13 @@ def _example_choices(family: str) -> list[tuple[str, str]]:
 
 
 @reports_errors("status")
+@on_gpu(settings_seconds)
 def _run(settings: Settings, session: str, replay: bool):
     yield from streaming.run(settings, session, replay=replay)
 
 
 @reports_errors("status", suffix=" — still showing the last good result")
+@on_gpu(settings_seconds)
 def _reroute(settings: Settings, session: str, previous: Any, grid: Any):
     settings.config()  # a bad value stops here, before anything on screen changes
     held = None  # held back one step so the last update also carries the trade-off chart's new star
