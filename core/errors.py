@@ -23,3 +23,7 @@ class TokenizerMismatchError(ViaSdError, ValueError):
 
 class RoutingError(ViaSdError, ValueError):
     """A layer route names layers the model does not have, or drops a layer the KV cache relies on."""
+
+
+class ModelPolicyError(ModelLoadError):
+    """A model was refused before download: too large for this demo's limits, or not on its allow-list."""
