@@ -174,7 +174,7 @@ def run_load(url: str, clients: int, tokens: int = 12, timeout_s: float = 600.0,
     for thread in threads:
         thread.join(timeout=timeout_s * 2)
     wall = time.perf_counter() - began
-    for visit, thread in zip(visits, threads):
+    for visit, thread in zip(visits, threads, strict=True):
         if thread.is_alive():
             visit.error = visit.error or f"no answer within {timeout_s * 2:.0f} s"
     after = Visit(clients, "After the crowd: what is a kite?", "plain")

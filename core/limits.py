@@ -81,8 +81,6 @@ class Limits:
     """Checked before tokenising, so a huge paste is refused cheaply."""
     max_gamma: int = 16
     """Longest draft per round."""
-    max_seed: int = 2**63 - 1
-    """Largest sampling seed torch accepts (a bigger one overflows inside torch.manual_seed)."""
     memo_bytes: int = 512 * 2**20
     """Memory budget of the per-prefix prediction memo that makes threshold dragging live."""
     run_time_budget_s: float = 180.0
@@ -121,7 +119,6 @@ SPECS: dict[str, Spec] = {
     "max_prompt_tokens": Spec("VIASD_MAX_PROMPT_TOKENS", "int", 1, 1_000_000, "prompt tokens after the template"),
     "max_prompt_chars": Spec("VIASD_MAX_PROMPT_CHARS", "int", 1, 10_000_000, "prompt characters"),
     "max_gamma": Spec("VIASD_MAX_GAMMA", "int", 1, 256, "draft length per round"),
-    "max_seed": Spec("VIASD_MAX_SEED", "int", 0, 2**63 - 1, "largest sampling seed"),
     "memo_bytes": Spec("VIASD_MEMO_BYTES", "size", 0, 2**40, "prediction memo budget"),
     "run_time_budget_s": Spec("VIASD_RUN_TIME_BUDGET_S", "float", 0.1, 86_400, "seconds per run in the app"),
     "max_model_params": Spec("VIASD_MAX_MODEL_PARAMS", "size", 1, 10**13, "parameters of a loadable model"),
@@ -136,6 +133,5 @@ MAX_NEW_TOKENS = LIMITS.max_new_tokens
 MAX_PROMPT_TOKENS = LIMITS.max_prompt_tokens
 MAX_PROMPT_CHARS = LIMITS.max_prompt_chars
 MAX_GAMMA = LIMITS.max_gamma
-MAX_SEED = LIMITS.max_seed
 MEMO_BYTES = LIMITS.memo_bytes
 RUN_TIME_BUDGET_S = LIMITS.run_time_budget_s
