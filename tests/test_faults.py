@@ -97,13 +97,22 @@ def local_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     return paths[0], paths[1]
 
 
-def test_a_failed_load_leaves_the_previous_pair_in_use(local_pair: tuple[str, str], tmp_path: Path) -> None:
+def _visitor_models() -> tuple[object, object]:
+    """(choose, bundle) of the app's per-visitor model state: a fresh `Sessions`, or the older module functions."""
     from app import session
 
+    if hasattr(session, "Sessions"):
+        sessions = session.Sessions()
+        return sessions.choose, sessions.bundle
+    return session.choose_models, session.get_bundle
+
+
+def test_a_failed_load_leaves_the_previous_pair_in_use(local_pair: tuple[str, str], tmp_path: Path) -> None:
+    choose, bundle_of = _visitor_models()
     visitor = "fault-test-visitor"
     verifier, drafter = local_pair
-    chosen = session.choose_models(visitor, verifier, drafter)
-    assert session.get_bundle(visitor) is chosen
+    chosen = choose(visitor, verifier, drafter)
+    assert bundle_of(visitor) is chosen
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "config.json").write_text("{ not json")
@@ -112,8 +121,8 @@ def test_a_failed_load_leaves_the_previous_pair_in_use(local_pair: tuple[str, st
                        ("x" * 10_000, ModelPolicyError), (verifier, ModelLoadError)):
         drafter_name = "" if bad != verifier else str(broken)
         with pytest.raises(error):
-            session.choose_models(visitor, bad, drafter_name)
-        assert session.get_bundle(visitor) is chosen, f"loading {bad[:40]!r} moved the visitor off their models"
-    trace = generate(session.get_bundle(visitor), "the cat", DecodeConfig(mode="sd", drafter="model",
+            choose(visitor, bad, drafter_name)
+        assert bundle_of(visitor) is chosen, f"loading {bad[:40]!r} moved the visitor off their models"
+    trace = generate(bundle_of(visitor), "the cat", DecodeConfig(mode="sd", drafter="model",
                                                                           max_new_tokens=4, chat_template=False))
     assert trace.tokens and trace.models["verifier"] == verifier
