@@ -29,7 +29,7 @@ from pathlib import Path
 
 import torch
 
-from core.errors import ModelLoadError, ModelPolicyError, TokenizerMismatchError
+from core.errors import ModelLoadError, ModelPolicyError, TokenizerMismatchError, shown
 from core.limits import LIMITS, Limits
 
 EMBEDDED_ID = "embedded:smollm2-135m-instruct"
@@ -181,12 +181,6 @@ def hub_reachable(timeout: float = 3.0) -> bool:
         return False
 
 
-def shown(name: str, limit: int = 60) -> str:
-    """A user-typed name made safe for a one-line message: escaped control characters, cut to `limit`."""
-    text = name.encode("unicode_escape").decode("ascii") if not name.isprintable() else name
-    return text if len(text) <= limit else text[:limit] + "…"
-
-
 def _local_folder(name: str) -> Path | None:
     """The folder `name` points to, or None (names too long or with NUL bytes are not folders)."""
     try:
@@ -314,7 +308,7 @@ class ModelPolicy:
             return None
         if self.allowed and name not in self.allowed:
             raise ModelPolicyError(f"'{shown(name)}' is not on this demo's list of allowed models: "
-                                   f"{', '.join(self.allowed)[:200]}")
+                                   f"{shown(', '.join(self.allowed), 200)}")
         if _local_folder(name) is None and not _valid_hub_id(name):
             raise ModelPolicyError(f"'{shown(name)}' is neither a local folder nor a Hub id like 'owner/model'")
         size = size_of(name)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from core.errors import RoutingError
+from core.errors import RoutingError, shown
 
 _ACTIVE: contextvars.ContextVar[frozenset[int] | None] = contextvars.ContextVar("active_route", default=None)
 
@@ -124,13 +124,13 @@ def resolve_route(spec: str | tuple[int, ...] | list[int] | LayerRoute, config: 
         try:
             layers, name = {operator.index(i) for i in spec}, "custom"
         except TypeError:
-            raise RoutingError(f"a layer list holds whole layer numbers, not {str(spec)[:60]}") from None
+            raise RoutingError(f"a layer list holds whole layer numbers, not {shown(spec)}") from None
     else:
-        raise RoutingError(f"unknown route '{str(spec)[:60]}': use one of {', '.join(PRESETS)} or 'layers:0-3,8'")
+        raise RoutingError(f"unknown route '{shown(spec)}': use one of {', '.join(PRESETS)} or 'layers:0-3,8'")
     bad = sorted(i for i in layers if not 0 <= i < n)
     if bad:
-        shown = ", ".join(map(str, bad[:5])) + (", …" if len(bad) > 5 else "")
-        raise RoutingError(f"route names layers {shown} but the model has layers 0-{n - 1}")
+        listed = ", ".join(map(str, bad[:5])) + (", …" if len(bad) > 5 else "")
+        raise RoutingError(f"route names layers {listed} but the model has layers 0-{n - 1}")
     layers |= protected_layers(text_config)
     return LayerRoute(layers=tuple(sorted(layers)), num_layers=n, name=name)
 
@@ -143,10 +143,11 @@ def _parse_layers(text: str, num_layers: int) -> set[int]:
             lo, _, hi = part.partition("-")
             first, last = int(lo), int(hi or lo)
             if not 0 <= first <= last < num_layers:
-                raise RoutingError(f"route names layers {part[:40]} but the model has layers 0-{num_layers - 1}")
+                raise RoutingError(f"route names layers {shown(part, 40)} but the model has layers "
+                                   f"0-{num_layers - 1}")
             layers.update(range(first, last + 1))
     except ValueError:
-        raise RoutingError(f"cannot read layer list '{text[:60]}': write it like 'layers:0-3,8,10-12'") from None
+        raise RoutingError(f"cannot read layer list '{shown(text)}': write it like 'layers:0-3,8,10-12'") from None
     return layers
 
 
