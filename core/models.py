@@ -243,7 +243,8 @@ def hub_model_size(repo_id: str, timeout: float = 10.0) -> ModelSize:
         info = HfApi().model_info(repo_id, files_metadata=True, timeout=timeout)
     except Exception as exc:  # RepositoryNotFoundError, GatedRepoError, HTTP and network errors
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ModelLoadError(f"could not read the Hub metadata of '{shown(repo_id)}': {reason[:160]}") from None
+        raise ModelLoadError(f"could not load '{shown(repo_id)}': its Hub metadata is unreadable: "
+                             f"{shown(reason, 160)}") from None
     files = _weight_files({s.rfilename: s.size for s in info.siblings or []})
     sizes = [size for size in files.values() if size is not None]
     params = int(info.safetensors.total) if info.safetensors else None
@@ -271,8 +272,8 @@ def model_size(name: str) -> ModelSize:
     cached = _cached_snapshot(name)
     if cached is not None:
         return local_model_size(cached)
-    raise ModelLoadError(f"cannot check the size of '{shown(name)}': the Hugging Face Hub is unreachable from "
-                         "here and it is not in the local cache")
+    raise ModelLoadError(f"could not load '{shown(name)}': its size cannot be checked, the Hugging Face Hub is "
+                         "unreachable from here and it is not in the local cache")
 
 
 def _valid_hub_id(name: str) -> bool:
