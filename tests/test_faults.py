@@ -97,18 +97,11 @@ def local_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     return paths[0], paths[1]
 
 
-def _visitor_models() -> tuple[object, object]:
-    """(choose, bundle) of the app's per-visitor model state: a fresh `Sessions`, or the older module functions."""
-    from app import session
-
-    if hasattr(session, "Sessions"):
-        sessions = session.Sessions()
-        return sessions.choose, sessions.bundle
-    return session.choose_models, session.get_bundle
-
-
 def test_a_failed_load_leaves_the_previous_pair_in_use(local_pair: tuple[str, str], tmp_path: Path) -> None:
-    choose, bundle_of = _visitor_models()
+    from app.session import Sessions
+
+    sessions = Sessions()  # its own visitor state, not the app's
+    choose, bundle_of = sessions.choose, sessions.bundle
     visitor = "fault-test-visitor"
     verifier, drafter = local_pair
     chosen = choose(visitor, verifier, drafter)
