@@ -84,7 +84,6 @@ CONFIG_TYPES = ("DecodeConfig.validate: a list mode/drafter (unhashable) or a st
 TINY_TEMPERATURE = "sampling: temperature 1e-300 or top_p 1e-300 make probabilities NaN (torch RuntimeError)"
 
 
-@pytest.mark.xfail(strict=True, reason=LONE_SURROGATE)
 @FUZZ
 @given(prompt=hostile_text, chat_template=st.booleans())
 def test_encode_prompt(bundle: object, prompt: str, chat_template: bool) -> None:
@@ -95,7 +94,6 @@ def test_encode_prompt(bundle: object, prompt: str, chat_template: bool) -> None
 CONFIG_FIELDS = [f.name for f in dataclasses.fields(DecodeConfig)]
 
 
-@pytest.mark.xfail(strict=True, reason=CONFIG_TYPES)
 @FUZZ
 @given(changes=st.dictionaries(st.sampled_from(CONFIG_FIELDS), hostile_value, min_size=1, max_size=3))
 def test_config_validate(changes: dict) -> None:
@@ -113,7 +111,6 @@ GENERATE_FIELDS = ["mode", "drafter", "draft_route", "slim_route", "gamma", "tau
                    "temperature", "top_p", "ngram_size", "max_new_tokens"]
 
 
-@pytest.mark.xfail(strict=True, reason=f"{LONE_SURROGATE}; {CONFIG_TYPES}; {TINY_TEMPERATURE}")
 @FUZZ
 @given(prompt=st.one_of(hostile_text, st.just("the cat sat on the mat")),
        changes=st.dictionaries(st.sampled_from(GENERATE_FIELDS), hostile_value, max_size=3),
