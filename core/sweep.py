@@ -212,7 +212,7 @@ def dominance_table(points: pd.DataFrame, budgets: Sequence[float] = BUDGETS) ->
     """Per words-differing budget: each scheme's best mean speed-up within it, and which scheme is fastest."""
     rows = []
     for budget in budgets:
-        row: dict[str, object] = {"words differing <=": budget}
+        row: dict[str, object] = {"differing <=": budget}
         best_value, best_schemes = None, []
         for scheme, group in points.groupby("scheme", sort=False):
             inside = group[group["words_differing"] <= budget + 1e-9]

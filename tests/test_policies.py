@@ -234,7 +234,7 @@ def test_pareto_front_keeps_only_settings_nothing_beats():
 def test_dominance_table_names_the_fastest_scheme_per_budget():
     from core.sweep import dominance_table
 
-    table = dominance_table(_points(), budgets=(0.0, 0.02, 0.05, 0.5)).set_index("words differing <=")
+    table = dominance_table(_points(), budgets=(0.0, 0.02, 0.05, 0.5)).set_index("differing <=")
     assert table.loc[0.0, "fastest"] == "via-sd, bild", "both are classic SD at their exact setting"
     assert table.loc[0.02, "fastest"] == "bild" and table.loc[0.02, "bild"] == 2.2
     assert table.loc[0.05, "fastest"] == "bild"
