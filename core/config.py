@@ -18,6 +18,11 @@ DRAFTERS = {
     "model": "a separate smaller model with the same tokenizer",
     "ngram": "prompt lookup: copy what followed the last n tokens earlier in the text",
 }
+COPY_EVIDENCE = {
+    "slim": "tier 1 keeps a copy only if the slim verifier also gives the copied token >= tau_accept",
+    "verifier": "copies never take tier 1: the slim or the full verifier decides every copy",
+    "statistic": "tier 1 trusts the lookup statistic alone (no model in the loop; can copy back typos)",
+}
 
 
 @dataclass(frozen=True)
@@ -32,6 +37,8 @@ class DecodeConfig:
     Verification: `verify_rule` is how a verifier judges a draft token ("exact": lossless; lossy
     baselines live in core.policies) with its parameter `verify_alpha`; `draft_stop_below` > 0 ends a
     model drafter's draft when its confidence drops below it (BiLD's fallback).
+    Copies: a prompt-lookup draft's confidence is a statistic of the text, not a model's belief;
+    `copy_evidence` says what model evidence tier 1 needs before it keeps a copy (COPY_EVIDENCE).
     """
 
     mode: str = "via"
@@ -52,6 +59,7 @@ class DecodeConfig:
     verify_rule: str = "exact"
     verify_alpha: float = 0.0
     draft_stop_below: float = 0.0
+    copy_evidence: str = "slim"
 
     @property
     def greedy(self) -> bool:
@@ -105,6 +113,8 @@ class DecodeConfig:
                 raise ConfigError(f"{name} must be a number >= 0, got {value}")
         if not 0.0 <= self.draft_stop_below <= 1.0:
             raise ConfigError(f"draft_stop_below must be within [0, 1], got {self.draft_stop_below}")
+        if self.copy_evidence not in COPY_EVIDENCE:
+            raise ConfigError(f"copy_evidence must be one of {', '.join(COPY_EVIDENCE)}, not '{self.copy_evidence}'")
         if not 1 <= self.ngram_size <= 8:
             raise ConfigError(f"ngram_size must be from 1 to 8, got {self.ngram_size}")
         return self

@@ -47,7 +47,7 @@ from core.prompting import encode_prompt, stop_token_ids
 from core.routing import resolve_route
 from core.sampling import ExactRule, Sampler, Verdict
 from core.scorer import Scorer, ScorerCall
-from core.tiers import Outcome, Reason, Routing, Tier, assign_tier, outcome_of
+from core.tiers import Outcome, Reason, Routing, Tier, assign_tier, fires, outcome_of
 from core.timing import Stopwatch
 from core.trace import CallRecord, RoundRecord, TokenRecord, Trace
 
@@ -173,8 +173,9 @@ class _Decoder:
         # 2. Route each draft token, left to right.
         records: list[TokenRecord] = []
         for j, token in enumerate(draft.tokens):
-            routing = assign_tier(draft.confidences[j], lambda j=j: slim.confidence(j), self.tau_accept,
-                                  self.tau_slim, full_already_ran=full.ran, stop_token=token in self.stop_ids)
+            routing = assign_tier(self._draft_confidence(draft, j, slim, full), lambda j=j: slim.confidence(j),
+                                  self.tau_accept, self.tau_slim, full_already_ran=full.ran,
+                                  stop_token=token in self.stop_ids)
             if routing.tier is Tier.DRAFT:  # tier 1: trusted as drafted
                 verdict = Verdict(True, token, "draft trusted, no verifier ran")
             elif routing.tier is Tier.SLIM:  # tier 2: the slim verifier decides
@@ -194,6 +195,21 @@ class _Decoder:
                 records.append(self._token(index, bonus, routing, draft, slim, full, j))
         round_.emitted = len(records)
         return records, round_
+
+    def _draft_confidence(self, draft: Draft, j: int, slim: VerifierPass, full: VerifierPass) -> float:
+        """What tier 1 reads for draft token j. A copy (a draft with no distribution) carries a
+        statistic of the text, not a model's belief: under `copy_evidence` "slim" it counts only as
+        far as the slim verifier agrees (its probability of the copied token; the slim pass runs only
+        when the statistic alone would pass tier 1), under "verifier" it never passes tier 1."""
+        statistic = draft.confidences[j]
+        evidence = self.config.copy_evidence
+        if draft.probs is not None or evidence == "statistic" or full.ran:
+            return statistic
+        if evidence == "verifier":
+            return float("-inf")  # below every threshold, 0.0 included
+        if not fires(statistic, self.tau_accept):
+            return statistic  # tier 1 would not take it anyway: no slim pass on its account
+        return min(statistic, float(slim.q(j)[draft.tokens[j]]))
 
     def _token(self, index: int, verdict: Verdict, routing: Routing, draft: Draft, slim: VerifierPass,
                full: VerifierPass, j: int) -> TokenRecord:
