@@ -39,6 +39,8 @@ class DecodeConfig:
     model drafter's draft when its confidence drops below it (BiLD's fallback).
     Copies: a prompt-lookup draft's confidence is a statistic of the text, not a model's belief;
     `copy_evidence` says what model evidence tier 1 needs before it keeps a copy (COPY_EVIDENCE).
+    Floor: with `slim_min_hit_rate` > 0, tier 2 skips its pass while fewer than that share of its
+    recent passes spared the round a full pass (it then costs more than it saves); 0 never skips.
     """
 
     mode: str = "via"
@@ -60,6 +62,7 @@ class DecodeConfig:
     verify_alpha: float = 0.0
     draft_stop_below: float = 0.0
     copy_evidence: str = "slim"
+    slim_min_hit_rate: float = 0.0
 
     @property
     def greedy(self) -> bool:
@@ -113,6 +116,8 @@ class DecodeConfig:
                 raise ConfigError(f"{name} must be a number >= 0, got {value}")
         if not 0.0 <= self.draft_stop_below <= 1.0:
             raise ConfigError(f"draft_stop_below must be within [0, 1], got {self.draft_stop_below}")
+        if not isinstance(self.slim_min_hit_rate, (int, float)) or not 0.0 <= self.slim_min_hit_rate <= 1.0:
+            raise ConfigError(f"slim_min_hit_rate must be within [0, 1], got {self.slim_min_hit_rate}")
         if self.copy_evidence not in COPY_EVIDENCE:
             raise ConfigError(f"copy_evidence must be one of {', '.join(COPY_EVIDENCE)}, not '{self.copy_evidence}'")
         if not 1 <= self.ngram_size <= 8:

@@ -8,8 +8,9 @@ from tiny import tiny_bundle
 
 from core import DecodeConfig, generate
 from core.drafters import Draft
-from core.engine import _Decoder
+from core.engine import SlimGate, _Decoder
 from core.errors import ConfigError
+from core.metrics import summarize
 
 PROMPT = "the cat sat on the mat. the cat sat on the"
 BASE = DecodeConfig(mode="via", drafter="ngram", gamma=4, max_new_tokens=24, chat_template=False,
@@ -75,3 +76,30 @@ def test_copies_kept_by_the_statistic_alone_and_never_without_a_verifier(bundle)
 def test_unknown_copy_evidence_is_one_clear_error():
     with pytest.raises(ConfigError, match="copy_evidence"):
         BASE.with_(copy_evidence="trust-me").validate()
+
+
+def test_slim_gate_shuts_while_its_passes_do_not_spare_full_passes_and_probes_to_reopen():
+    gate = SlimGate(min_hit_rate=0.5, window=4, probe_every=3)
+    for _ in range(4):
+        assert gate.allows()  # too little history to judge
+        gate.record(slim_ran=True, full_ran=True)  # a miss: the full pass ran anyway
+    assert [gate.allows() for _ in range(6)] == [False, False, True, False, False, True]
+    for _ in range(4):
+        gate.record(slim_ran=True, full_ran=False)  # probes that hit reopen it
+    assert gate.allows()
+    gate.record(slim_ran=False, full_ran=True)  # rounds without a slim pass say nothing about it
+    assert gate.allows()
+    assert all(SlimGate(0.0, window=1).allows() for _ in range(3))  # 0 never skips
+
+
+def test_a_shut_gate_saves_slim_passes_that_never_spared_a_full_pass():
+    bundle = tiny_bundle("llama", layers=5)  # this one writes 60 tokens before its stop token
+    # Tier 1 off and a random tiny slim verifier never 0.99 sure: every slim pass is followed by a full pass.
+    config = BASE.with_(tau_accept=1.0, tau_slim=0.99, max_new_tokens=60)
+    plain = generate(bundle, PROMPT, config.with_(mode="plain"))
+    ungated = generate(bundle, PROMPT, config, replay=False)
+    gated = generate(bundle, PROMPT, config.with_(slim_min_hit_rate=0.5), replay=False)
+    assert gated.token_ids == ungated.token_ids == plain.token_ids and len(plain.tokens) == 60
+    slim_calls = summarize(gated)["slim_calls"]
+    assert slim_calls < summarize(ungated)["slim_calls"]
+    assert slim_calls <= 8 + len(gated.rounds) // 8 + 1  # the window, then one probe per 8 skipped rounds
