@@ -97,7 +97,7 @@ def test_summary_and_json_carry_the_readers_fidelity():
     fidelity.differing_spans = list(word_diff("the enterance", "the entrance").spans)
     fidelity.words_differing = 0.5
     trace = Trace(prompt="p", prompt_token_count=1, config={}, models={}, fidelity=fidelity,
-                  tokens=[TokenRecord(0, 5, "the", 0, 3, "plain", "no-draft")])
+                  tokens=[TokenRecord(0, 5, "the", 0, 3, "plain", "no-draft", "argmax")])
     m = summarize(trace)
     assert (m["words_differing"], m["expectations_met"], m["expectations_total"], m["full_expectations_met"]) == (
         0.5, 0, 2, 2)
