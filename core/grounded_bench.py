@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from dataclasses import dataclass, field
 
 import torch
 
@@ -23,6 +24,8 @@ from core.metrics import summarize
 from core.models import EMBEDDED_ID, ModelBundle, load_bundle
 from core.prompting import encode_prompt
 from core.textdiff import word_diff
+from core.trace import Trace
+from examples import ExamplePrompt, load_prompts
 
 LOOKUP = dict(drafter="ngram", gamma=10, ngram_size=3)
 SETTINGS: dict[str, DecodeConfig] = {
@@ -33,6 +36,8 @@ SETTINGS: dict[str, DecodeConfig] = {
     "via-slim-cheap": DecodeConfig(mode="via", tau_accept=0.8, tau_slim=0.5, copy_evidence="slim",
                                    slim_route="auto-draft", **LOOKUP),
     "via-verifier": DecodeConfig(mode="via", tau_accept=0.8, tau_slim=0.5, copy_evidence="verifier", **LOOKUP),
+    "via-verifier-gated": DecodeConfig(mode="via", tau_accept=0.8, tau_slim=0.5, copy_evidence="verifier",
+                                       slim_min_hit_rate=0.5, **LOOKUP),
 }
 """Our settings by name; `--settings` picks some. All use prompt lookup (n <= 3, gamma 10) but plain."""
 
@@ -51,6 +56,43 @@ def hf_generate(bundle: ModelBundle, prompt_ids: list[int], max_new_tokens: int,
     return out[0, len(prompt_ids):].tolist(), time.perf_counter() - start
 
 
+@dataclass
+class _Tally:
+    """Per setting, one value per prompt: speed ratio to HF lookup, words differing, task kept."""
+
+    ratios: dict[str, list[float]] = field(default_factory=dict)
+    differing: dict[str, list[float]] = field(default_factory=dict)
+    task_kept: dict[str, list[bool]] = field(default_factory=dict)
+
+
+class _PromptRows:
+    """The rows of one prompt, printed as each run finishes; fidelity against HF greedy's output."""
+
+    def __init__(self, prompt: ExamplePrompt, reference: list[int], tokenizer: object, tally: _Tally) -> None:
+        self.prompt, self.reference, self.tokenizer, self.tally = prompt, reference, tokenizer, tally
+        self.reference_text = tokenizer.decode(reference, skip_special_tokens=True)
+        self.full_checks = prompt.expectations.check(self.reference_text) if prompt.expectations else []
+        self.speeds: dict[str, float] = {}
+
+    def add(self, name: str, speed: float, ids: list[int], trace: Trace | None = None) -> None:
+        self.speeds[name] = speed
+        text = self.tokenizer.decode(ids, skip_special_tokens=True)
+        diff = word_diff(text, self.reference_text)
+        checks = self.prompt.expectations.check(text) if self.prompt.expectations else []
+        kept = all(c.met for c, f in zip(checks, self.full_checks, strict=True) if f.met)
+        vs_lookup = speed / self.speeds.get("hf-lookup", speed)
+        self.tally.ratios.setdefault(name, []).append(vs_lookup)
+        self.tally.differing.setdefault(name, []).append(diff.words_differing)
+        self.tally.task_kept.setdefault(name, []).append(kept)
+        m = summarize(trace) if trace is not None else {}
+        nan = float("nan")
+        print(f"{'g' + str(self.prompt.index + 1):5}{name:20}{speed:7.1f}{speed / self.speeds['hf-greedy']:11.2f}x"
+              f"{vs_lookup:11.2f}x{diff.words_differing:10.1%}{sum(c.met for c in checks):>8}/{len(checks):<3}"
+              f"{sum(f.met for f in self.full_checks):>6}/{len(self.full_checks):<3}"
+              f"{m.get('share_direct-accepted', 0):6.0%}{m.get('full_calls_per_token', nan):9.2f}"
+              f"{m.get('slim_calls_per_token', nan):9.2f}{'yes' if ids == self.reference else 'no':>6}", flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default=EMBEDDED_ID)
@@ -58,7 +100,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-new-tokens", type=int, default=96)
     parser.add_argument("--settings", default=",".join(SETTINGS), help=f"from: {', '.join(SETTINGS)}")
     args = parser.parse_args(argv)
-    from examples import load_prompts
 
     prompts = load_prompts("grounded")
     if args.prompts != "all":
@@ -71,49 +112,32 @@ def main(argv: list[str] | None = None) -> None:
     tokenizer = bundle.verifier.tokenizer
     print(f"# {args.model} on {bundle.verifier.device} ({bundle.verifier.dtype}), torch {torch.__version__}, "
           f"{torch.get_num_threads()} threads, {args.max_new_tokens} new tokens, {len(prompts)} grounded prompts")
-    header = (f"{'prompt':10}{'setting':16}{'tok/s':>7}{'x HF greedy':>12}{'x HF lookup':>12}"
-              f"{'words diff':>11}{'expect. met':>12}{'full met':>9}{'tier1':>7}{'same':>6}")
+    header = (f"{'#':5}{'setting':20}{'tok/s':>7}{'x HF greedy':>12}{'x HF lookup':>12}"
+              f"{'words diff':>11}{'expect. met':>12}{'full met':>9}{'tier1':>7}{'full/tok':>9}{'slim/tok':>9}"
+              f"{'same':>6}")
     print(header)
     print("-" * len(header))
-    ratios: dict[str, list[float]] = {}
-    differing: dict[str, list[float]] = {}
-    task_kept: dict[str, list[bool]] = {}
+    tally = _Tally()
     for prompt in prompts:
         prompt_ids = encode_prompt(tokenizer, prompt.text)
-        rows: dict[str, tuple[float, list[int] | None, object]] = {}
         reference, greedy_s = hf_generate(bundle, prompt_ids, args.max_new_tokens, None)
-        rows["hf-greedy"] = (len(reference) / greedy_s, reference, None)
+        rows = _PromptRows(prompt, reference, tokenizer, tally)
+        rows.add("hf-greedy", len(reference) / greedy_s, reference)
         lookup_ids, lookup_s = hf_generate(bundle, prompt_ids, args.max_new_tokens, 10)
-        rows["hf-lookup"] = (len(lookup_ids) / lookup_s, lookup_ids, None)
+        rows.add("hf-lookup", len(lookup_ids) / lookup_s, lookup_ids)
         for name in names:
             trace = generate(bundle, prompt.text, SETTINGS[name].with_(max_new_tokens=args.max_new_tokens),
                              replay=False)
             attach_fidelity(bundle, trace, reference=reference, expectations=prompt.expectations)
-            rows[name] = (summarize(trace)["tokens_per_s"], trace.token_ids, trace)
-        reference_text = tokenizer.decode(reference, skip_special_tokens=True)
-        full_checks = prompt.expectations.check(reference_text) if prompt.expectations else []
-        for name, (speed, ids, trace) in rows.items():
-            text = tokenizer.decode(ids, skip_special_tokens=True)
-            diff = word_diff(text, reference_text)
-            checks = prompt.expectations.check(text) if prompt.expectations else []
-            met = sum(c.met for c in checks)
-            kept = all(c.met for c, f in zip(checks, full_checks, strict=True) if f.met)
-            vs_lookup = speed / rows["hf-lookup"][0]
-            ratios.setdefault(name, []).append(vs_lookup)
-            differing.setdefault(name, []).append(diff.words_differing)
-            task_kept.setdefault(name, []).append(kept)
-            tier1 = summarize(trace)["share_direct-accepted"] if trace is not None else 0.0
-            print(f"{'g' + str(prompt.index + 1):10}{name:16}{speed:7.1f}{speed / rows['hf-greedy'][0]:11.2f}x"
-                  f"{vs_lookup:11.2f}x{diff.words_differing:10.1%}{met:>8}/{len(checks):<3}"
-                  f"{sum(f.met for f in full_checks):>6}/{len(full_checks):<3}{tier1:6.0%}"
-                  f"{'yes' if ids == reference else 'no':>6}", flush=True)
+            rows.add(name, summarize(trace)["tokens_per_s"], trace.token_ids, trace)
     print("\nmedian over prompts (x HF lookup = tokens/s ratio to HF prompt lookup, side by side):")
-    print(f"{'setting':16}{'x HF lookup':>12}{'words diff med':>15}{'max':>7}{'task kept':>11}")
-    for name in ratios:
-        kept = task_kept[name]
-        print(f"{name:16}{statistics.median(ratios[name]):11.2f}x{statistics.median(differing[name]):14.1%}"
-              f"{max(differing[name]):7.1%}{sum(kept):>6}/{len(kept)}")
-    print("task kept = every expectation the full model's own output meets is met by this output too")
+    print(f"{'setting':20}{'x HF lookup':>12}{'words diff med':>15}{'max':>7}{'task kept':>11}")
+    for name in tally.ratios:
+        kept, differing = tally.task_kept[name], tally.differing[name]
+        print(f"{name:20}{statistics.median(tally.ratios[name]):11.2f}x{statistics.median(differing):14.1%}"
+              f"{max(differing):7.1%}{sum(kept):>6}/{len(kept)}")
+    print("task kept = every expectation the full model's own output meets is met by this output too; "
+          "full/tok, slim/tok = verifier passes per generated token (load-independent)")
 
 
 if __name__ == "__main__":
