@@ -80,10 +80,11 @@ class _PromptRows:
         diff = word_diff(text, self.reference_text)
         checks = self.prompt.expectations.check(text) if self.prompt.expectations else []
         kept = all(c.met for c, f in zip(checks, self.full_checks, strict=True) if f.met)
-        vs_lookup = speed / self.speeds.get("hf-lookup", speed)
-        self.tally.ratios.setdefault(name, []).append(vs_lookup)
-        self.tally.differing.setdefault(name, []).append(diff.words_differing)
-        self.tally.task_kept.setdefault(name, []).append(kept)
+        vs_lookup = speed / self.speeds["hf-lookup"] if "hf-lookup" in self.speeds else float("nan")
+        if name != "hf-greedy":  # it runs first, before the lookup run it is compared with
+            self.tally.ratios.setdefault(name, []).append(vs_lookup)
+            self.tally.differing.setdefault(name, []).append(diff.words_differing)
+            self.tally.task_kept.setdefault(name, []).append(kept)
         m = summarize(trace) if trace is not None else {}
         nan = float("nan")
         print(f"{'g' + str(self.prompt.index + 1):5}{name:20}{speed:7.1f}{speed / self.speeds['hf-greedy']:11.2f}x"
