@@ -17,6 +17,7 @@ from core import (
 )
 from core.engine import encode_prompt
 from core.limits import MAX_PROMPT_CHARS
+from core.memo import memo_key
 from core.models import LoadedModel, ModelBundle
 from core.routing import resolve_route, routed
 from core.tiers import OUTCOME_TIER, Outcome
@@ -124,11 +125,11 @@ def test_kv_caches_of_all_three_depths_match_recomputation_after_rejections(bund
     m = summarize(trace)
     assert m["rejection_rate"] > 0 and m["drafter_calls"] and m["slim_calls"] and m["full_calls"]
     model = bundle.verifier.model
-    routes = {",".join(map(str, resolve_route(r, model.config).layers)): resolve_route(r, model.config)
-              for r in ("full", BASE.slim_route, BASE.draft_route)}
+    routes = {memo_key(bundle.verifier.name, torch.float32, route): route
+              for route in (resolve_route(r, model.config) for r in ("full", BASE.slim_route, BASE.draft_route))}
     checked = set()
     for (key, prefix), logits in list(bundle.memo._entries.items()):
-        route = routes[key.rsplit("|", 1)[1]]
+        route = routes[key]
         with routed(route), torch.inference_mode():
             expected = model(input_ids=torch.tensor([prefix]), use_cache=False).logits[0, -1]
         assert torch.allclose(logits, expected, atol=1e-4), (route.name, len(prefix))

@@ -114,7 +114,7 @@ def test_rejection_sampling_emits_the_target_distribution(with_p):
 
 
 def _trace() -> Trace:
-    tokens = [TokenRecord(i, 10 + i, "x", r, tier, outcome, "") for i, (r, tier, outcome) in enumerate([
+    tokens = [TokenRecord(i, 10 + i, "x", r, tier, outcome, "", "") for i, (r, tier, outcome) in enumerate([
         (0, 1, "direct-accepted"), (0, 2, "slim-regenerated"),
         (1, 1, "direct-accepted"), (1, 3, "full-accepted"), (1, 3, "full-bonus")])]
     rounds = [
