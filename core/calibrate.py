@@ -41,8 +41,9 @@ import numpy as np
 import torch
 
 from core.config import DecodeConfig
-from core.engine import encode_prompt, generate, stop_token_ids
+from core.engine import generate
 from core.models import EMBEDDED_ID, ModelBundle, load_bundle
+from core.prompting import encode_prompt, stop_token_ids
 from core.reliability import fires, lowest_threshold_for_precision, signals_from_logits
 from core.routing import (
     PRESET_DIR,
@@ -127,7 +128,7 @@ class Calibrator:
     def __init__(self, bundle: ModelBundle, texts: list[Text]) -> None:
         self.model = bundle.verifier.model
         self.texts = texts
-        self.stop_ids = sorted(stop_token_ids(bundle))
+        self.stop_ids = sorted(stop_token_ids(self.model, bundle.verifier.tokenizer))
         self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
         self.device = next(self.model.parameters()).device
         self.passes = 0

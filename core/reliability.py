@@ -25,12 +25,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from core.confidence import SIGNALS
+from core.confidence import SIGNALS, confidences
 from core.config import DecodeConfig
 from core.cost import CostModel
 from core.drafters import PromptLookupDrafter
-from core.engine import encode_prompt, generate, stop_token_ids
+from core.engine import generate
 from core.models import ModelBundle
+from core.prompting import encode_prompt, stop_token_ids
 from core.routing import LayerRoute, resolve_route, routed
 
 PREDICTED_LABEL = "predicted, teacher-forced on the current text"
@@ -84,15 +85,9 @@ class ReliabilityData:
 def signals_from_logits(logits: torch.Tensor) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """(argmax, {signal: confidence}) for each row of `logits` [n, vocab]; the same numbers as
     core.confidence.confidence(softmax(row), argmax(row), signal), computed for all rows at once."""
-    logits = logits.float()
-    log_probs = torch.log_softmax(logits, dim=-1)
-    probs = log_probs.exp()
-    top = torch.topk(probs, 2, dim=-1).values
-    entropy = -(torch.where(probs > 0, probs * log_probs, torch.zeros_like(probs))).sum(-1)
-    normalised = (1.0 - entropy / math.log(logits.shape[-1])).clamp(min=0.0)
-    return logits.argmax(-1).cpu().numpy(), {
-        "prob": top[:, 0].cpu().numpy(), "margin": (top[:, 0] - top[:, 1]).cpu().numpy(),
-        "entropy": normalised.cpu().numpy()}
+    probs = torch.softmax(logits.float(), dim=-1)
+    choice = probs.argmax(-1)
+    return choice.cpu().numpy(), {s: confidences(probs, choice, s).cpu().numpy() for s in SIGNALS}
 
 
 @torch.inference_mode()
@@ -152,7 +147,7 @@ def measure(bundle: ModelBundle, prompt: str, config: DecodeConfig, output_ids: 
             name, costs["drafter"] = f"self ({draft_route.describe()})", cost.call_cost(model, draft_route)
         drafter = _signals(*signals_from_logits(teacher_forced_logits(draft_model, sequence, first, draft_route)),
                            full_choice)
-    stop = np.isin(drafter.choice, sorted(stop_token_ids(bundle)))
+    stop = np.isin(drafter.choice, sorted(stop_token_ids(model, verifier.tokenizer)))
     return ReliabilityData(drafter=drafter, slim=slim, full_choice=full_choice, stop=stop, drafter_name=name,
                            slim_route=slim_route.describe(), costs=costs)
 
