@@ -186,3 +186,22 @@ def test_sublayer_routes_refuse_what_the_cache_needs_and_round_trip_as_presets(t
     assert route_from_dict(route_to_dict(route), config).key == route.key
     assert resolve_route("calibrated-slim", config).name.endswith("(no calibrated preset)")
     assert find_preset(config, tmp_path) is None
+
+
+def test_shipped_presets_resolve_by_name():
+    """Every preset in core/presets names a valid route of its model and resolves as calibrated-slim."""
+    from transformers import LlamaConfig
+
+    from core.routing import PRESET_DIR
+
+    for path in sorted(PRESET_DIR.glob("*.json")):
+        preset = __import__("json").loads(path.read_text())
+        shape = preset["model"]
+        if shape["model_type"] != "llama":
+            continue
+        config = LlamaConfig(num_hidden_layers=shape["num_layers"], hidden_size=shape["hidden_size"],
+                             vocab_size=shape["vocab_size"])
+        route = resolve_route("calibrated-slim", config)
+        assert route.name.startswith("calibrated-slim")
+        assert route.skipped == tuple(preset["routes"]["slim"]["skip_layers"])
+        assert preset["held_apart"]["prompts"] > 0 and "verdict" in preset
