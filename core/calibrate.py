@@ -20,11 +20,22 @@ Search space (each one teacher-forced pass over the calibration text per candida
   prefix of that ranking is scored and the best kept;
 * a restricted output vocabulary for the slim head: the first K token ids (BPE ids are roughly in
   merge, i.e. frequency, order) plus every token of the text so far; the head then costs K/V of its
-  weights. Only measured here: using it in the engine needs the scorer hook described in README.
+  weights. Only measured here: using it in the engine needs the scorer hook below.
 
 Calibration and evaluation prompts are kept apart: per family, even-numbered example prompts
 calibrate and odd-numbered ones evaluate. The chosen route is saved as a preset JSON in
-core/presets/ and resolved by name (`slim_route="calibrated-slim"`).
+core/presets/ and resolved by name (`slim_route="calibrated-slim"`). The preset's engine-ready route
+is the best whole-layer route with the whole head; the best of everything tried is recorded beside
+it (`best_with_hooks`).
+
+Hooks the engine needs before sub-layer routes and restricted heads can run there:
+* cost: core.cost counts every layer in `route.layers` whole; a sub-layer route costs less
+  (`route_cost` here subtracts the skipped blocks and scales the head by its vocabulary share).
+* head: the scorer would take the final hidden states (`model.model(...)`), multiply by the rows
+  of the output matrix for the restricted vocabulary (ids < K, the stop ids and every token of the
+  prefix) and scatter them into a full-width row of -inf, so sampling, confidence and verification
+  stay unchanged; K belongs in the memo key (a `LayerRoute` field would put it there).
+The memo key already covers sub-layer skips (core.memo.memo_key reads every route field).
 """
 
 from __future__ import annotations
@@ -289,7 +300,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--signal", default="prob", choices=["prob", "margin", "entropy"])
     parser.add_argument("--per-family", type=int, default=1, help="calibration (and evaluation) prompts per family")
     parser.add_argument("--tokens", type=int, default=32, help="greedy output tokens per prompt")
-    parser.add_argument("--prefixes", default="1,2,3,4,6,8,12", help="how many ranked units to drop (one pass each)")
+    parser.add_argument("--prefixes", default="1,2,3,4,6,8", help="how many ranked units to drop (one pass each)")
     parser.add_argument("--vocab-tops", default="2048,8192", help="restricted head sizes to measure")
     parser.add_argument("--no-sublayer", action="store_true", help="whole layers only")
     parser.add_argument("--no-save", action="store_true", help="do not write the preset JSON")
