@@ -23,3 +23,7 @@ class TokenizerMismatchError(ViaSdError, ValueError):
 
 class RoutingError(ViaSdError, ValueError):
     """A layer route names layers the model does not have, or drops a layer the KV cache relies on."""
+
+
+class ProfileError(ViaSdError, ValueError):
+    """A cost profile is missing, unreadable, or cannot be fitted from the passes measured."""
