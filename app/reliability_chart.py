@@ -150,5 +150,6 @@ def prediction_text(prediction: TierPrediction | None) -> str:
     if prediction is None:
         return "No reliability data yet: run a generation first."
     s = prediction.tier_share
-    return (f"Predicted ({prediction.label}, {prediction.tokens} tokens): tier 1 {s[1]:.0%}, tier 2 {s[2]:.0%}, "
+    label = prediction.label[:1].upper() + prediction.label[1:]
+    return (f"{label} ({prediction.tokens} tokens), for these thresholds: tier 1 {s[1]:.0%}, tier 2 {s[2]:.0%}, "
             f"tier 3 {s[3]:.0%}; tokens differing from the full model {prediction.error_rate:.1%}.")
