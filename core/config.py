@@ -66,7 +66,7 @@ class DecodeConfig:
     verify_rule: str = "exact"
     verify_alpha: float = 0.0
     draft_stop_below: float = 0.0
-    copy_evidence: str = "slim"
+    copy_evidence: str = "verifier"
     slim_min_hit_rate: float = 0.0
 
     @property

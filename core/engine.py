@@ -208,6 +208,9 @@ class _Decoder:
             routing = assign_tier(self._draft_confidence(draft, j, slim, full, slim_allowed),
                                   lambda j=j: slim.confidence(j), self.tau_accept, tau_slim, full_already_ran=full.ran,
                                   stop_token=token in self.stop_ids)
+            if routing.reason is Reason.NOT_CONFIDENT and draft.probs is None and fires(draft.confidences[j],
+                                                                                       self.tau_accept):
+                routing = Routing(Tier.FULL, Reason.COPY_NEEDS_EVIDENCE)  # the copy statistic alone would have passed
             if routing.tier is Tier.DRAFT:  # tier 1: trusted as drafted
                 verdict = Verdict(True, token, "draft trusted, no verifier ran")
             elif routing.tier is Tier.SLIM:  # tier 2: the slim verifier decides
