@@ -415,3 +415,15 @@ def test_streaming_yields_each_round_and_a_stop_request_ends_the_run(bundle):
                        should_stop=lambda: rounds_done.append(1) or len(rounds_done) > 3)
     assert stopped.stop_reason == "cancelled" and len(stopped.rounds) == 3
     assert 0 < len(stopped.tokens) < 48
+
+
+def test_route_search_builds_its_tensors_on_the_models_device(bundle):
+    from core.route_search import agreement, teacher_batches
+
+    batches = teacher_batches(bundle, [PROMPT], tokens=8, chat_template=False)
+    ids, targets = batches[0]
+    assert ids.device.type == targets.device.type == bundle.verifier.device.type
+    assert ids.shape[1] == len(prompt_ids(bundle)) + 8
+    n = bundle.verifier.num_layers
+    assert agreement(bundle.verifier.model, batches, set(range(n)), n) == 1.0
+    assert agreement(bundle.verifier.model, batches, {0, n - 1}, n) < 1.0

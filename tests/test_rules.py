@@ -210,3 +210,16 @@ def test_routes_resolve_presets_explicit_lists_and_keep_cache_critical_layers():
     assert first_full in resolve_route("skip-middle-50", gemma).layers
     with pytest.raises(RoutingError):
         resolve_route("layers:a-b", other)
+
+
+def test_stopwatch_synchronises_only_the_cuda_device_it_times(monkeypatch):
+    from core.timing import Stopwatch
+
+    synced = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: synced.append(device))
+    with Stopwatch("cpu") as watch:
+        pass
+    assert synced == [] and watch.seconds >= 0
+    with Stopwatch("cuda:1"):
+        pass
+    assert synced == [torch.device("cuda:1")] * 2
