@@ -29,6 +29,9 @@ class DecodeConfig:
     altogether should never need less confidence than trusting the slim verifier.
     Signals: `draft_signal` is what tier 1 reads, `slim_signal` what tier 2 reads; the full
     verifier's confidence is recorded with `slim_signal` too, so the two verifiers compare directly.
+    Verification: `verify_rule` is how a verifier judges a draft token ("exact": lossless; lossy
+    baselines live in core.policies) with its parameter `verify_alpha`; `draft_stop_below` > 0 ends a
+    model drafter's draft when its confidence drops below it (BiLD's fallback).
     """
 
     mode: str = "via"
@@ -46,6 +49,9 @@ class DecodeConfig:
     seed: int = 0
     ngram_size: int = 3
     chat_template: bool = True
+    verify_rule: str = "exact"
+    verify_alpha: float = 0.0
+    draft_stop_below: float = 0.0
 
     @property
     def greedy(self) -> bool:
@@ -89,6 +95,16 @@ class DecodeConfig:
             raise ConfigError(f"temperature must be within [0, 5] (0 means greedy), got {self.temperature}")
         if not 0.0 < self.top_p <= 1.0:
             raise ConfigError(f"top_p must be within (0, 1], got {self.top_p}")
+        if not isinstance(self.seed, int) or not 0 <= self.seed < 2**63:
+            raise ConfigError(f"seed must be a whole number from 0 to 2**63 - 1, got {self.seed}")
+        if not isinstance(self.verify_rule, str) or not self.verify_rule:
+            raise ConfigError(f"verify_rule must be a rule name such as 'exact', got {self.verify_rule!r}")
+        for name in ("verify_alpha", "draft_stop_below"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0e6:
+                raise ConfigError(f"{name} must be a number >= 0, got {value}")
+        if not 0.0 <= self.draft_stop_below <= 1.0:
+            raise ConfigError(f"draft_stop_below must be within [0, 1], got {self.draft_stop_below}")
         if not 1 <= self.ngram_size <= 8:
             raise ConfigError(f"ngram_size must be from 1 to 8, got {self.ngram_size}")
         return self

@@ -1,14 +1,15 @@
 """Drafters propose up to gamma tokens, each with a confidence (and a distribution when they have one).
 
-Every drafter has one method, `propose(tokens, gamma) -> Draft`, in the spirit of transformers'
-candidate generators. Model drafters (a separate small model, or the verifier itself under an
-aggressive route) draft autoregressively through a `Scorer`, so their KV cache and cost are
-tracked like the verifiers'. The prompt-lookup drafter costs nothing and has no distribution.
+Every drafter implements the `Drafter` protocol, in the spirit of transformers' candidate
+generators. Model drafters (a separate small model, or the verifier itself under an aggressive
+route) draft autoregressively through a `Scorer`, so their KV cache and cost are tracked like the
+verifiers'. The prompt-lookup drafter costs nothing and has no distribution.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import torch
 
@@ -26,29 +27,60 @@ class Draft:
     probs: list[torch.Tensor] | None = None
     calls: list[ScorerCall] = field(default_factory=list)
 
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def p(self, j: int) -> torch.Tensor | None:
+        """The drafter's distribution at draft position j (None: prompt lookup, a one-hot at the token)."""
+        return self.probs[j] if self.probs else None
+
+
+class Drafter(Protocol):
+    """What the engine needs from a drafter."""
+
+    scorer: Scorer | None  # the model it runs, for the trace's call records; None when it runs no model
+
+    def propose(self, tokens: list[int], gamma: int) -> Draft:
+        """Up to `gamma` tokens to follow `tokens`."""
+        ...
+
+    def describe(self) -> str:
+        """One line for the trace's model info."""
+        ...
+
 
 class ModelDrafter:
-    """Drafts with a language model (separate, or the verifier under a route), one token per pass."""
+    """Drafts with a language model (separate, or the verifier under a route), one token per pass.
 
-    def __init__(self, scorer: Scorer, sampler: Sampler, signal: str, stop_ids: set[int]) -> None:
+    `stop_below` > 0 ends the draft early when the drafter's confidence drops below it: BiLD's
+    fallback rule (Kim et al., 2023), so an unsure drafter hands over sooner.
+    """
+
+    def __init__(self, scorer: Scorer, sampler: Sampler, signal: str, stop_ids: set[int], description: str,
+                 stop_below: float = 0.0) -> None:
         self.scorer = scorer
         self.sampler = sampler
         self.signal = signal
         self.stop_ids = stop_ids
+        self.description = description
+        self.stop_below = stop_below
+
+    def describe(self) -> str:
+        return self.description
 
     def propose(self, tokens: list[int], gamma: int) -> Draft:
         draft = Draft(probs=[])
         sequence = list(tokens)
         for _ in range(gamma):
-            (logits,), call = self.scorer.predict(sequence, len(sequence), len(sequence))
-            probs = self.sampler.distribution(logits)
+            logits, call = self.scorer.predict(sequence, len(sequence), len(sequence))
+            probs = self.sampler.distribution(logits[0])
             token = self.sampler.pick(probs)
             draft.tokens.append(token)
             draft.probs.append(probs)
             draft.confidences.append(confidence(probs, token, self.signal))
             draft.calls.append(call)
             sequence.append(token)
-            if token in self.stop_ids:
+            if token in self.stop_ids or draft.confidences[-1] < self.stop_below:
                 break
         return draft
 
@@ -61,8 +93,13 @@ class PromptLookupDrafter:
     continued the same way scores 1; a one-token match seen once with a different follow-up scores low.
     """
 
+    scorer = None
+
     def __init__(self, ngram_size: int = 3) -> None:
         self.ngram_size = ngram_size
+
+    def describe(self) -> str:
+        return f"prompt lookup (n <= {self.ngram_size})"
 
     def propose(self, tokens: list[int], gamma: int) -> Draft:
         for n in range(min(self.ngram_size, len(tokens) - 1), 0, -1):

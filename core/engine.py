@@ -1,15 +1,16 @@
 """VIA-SD decoding: one loop for plain decoding, classic speculative decoding and VIA-SD.
 
-The algorithm (one round; `_round` below is this box in code)
--------------------------------------------------------------
+The algorithm (one round; `_Decoder.run_round` below is this box in code, line for line)
+--------------------------------------------------------------------------------------
 1. Draft.  The drafter proposes up to gamma tokens d_1..d_g, each with confidence c_j
    (plain decoding drafts nothing).
-2. Route each draft token, left to right:
+2. Route each draft token, left to right (`core.tiers.assign_tier`, which also says why):
    * Tier 1, direct accept: c_j >= tau_accept -> keep d_j; no verifier runs for it.
+     A stop token never takes tier 1: it would end the answer unverified.
    * Tier 2, slim verifier: otherwise the slim verifier (the full model with only its routed
-     layers, its own KV cache) scores the whole remaining draft in one batched pass, run at most
-     once per round. If its confidence s_j >= tau_slim it decides: accept d_j, or reject it and emit
-     its own token (regeneration), which ends the round.
+     layers, its own KV cache) scores the whole draft in one batched pass, run at most once per
+     round. If its confidence s_j >= tau_slim it decides: accept d_j, or reject it and emit its
+     own token (regeneration), which ends the round.
    * Tier 3, full verifier: otherwise the full model scores every position it has not processed
      yet, the whole draft included, in one batched pass, and decides: accept, or correct and end
      the round.
@@ -24,188 +25,201 @@ The algorithm (one round; `_round` below is this box in code)
 3. The round ends at the first rejection or when the draft is used up; stop at EOS or the cap.
 
 Classic SD is this loop with tiers 1 and 2 switched off (both thresholds 1.0); plain decoding is
-this loop with no drafter. Greedy verifiers accept a token iff it is their argmax; sampling uses
-speculative rejection sampling (core.sampling), so tier 3 alone is exact in distribution.
+this loop with no drafter. A verifier judges a token with a verification rule: `ExactRule`
+(greedy argmax match, or speculative rejection sampling: tier 3 alone is exact in distribution) or
+one of the lossy baselines named by `DecodeConfig.verify_rule`.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 
 import torch
 
-from core.confidence import confidence
+from core.confidence import confidences
 from core.config import DecodeConfig
 from core.cost import CostModel
-from core.drafters import Draft, ModelDrafter, PromptLookupDrafter
-from core.errors import ConfigError, PromptError
-from core.limits import MAX_PROMPT_CHARS, MAX_PROMPT_TOKENS
+from core.drafters import Draft, Drafter, ModelDrafter, PromptLookupDrafter
+from core.errors import ConfigError
 from core.models import ModelBundle
-from core.routing import LayerRoute, resolve_route
-from core.sampling import Sampler, verify
+from core.prompting import encode_prompt, stop_token_ids
+from core.routing import resolve_route
+from core.sampling import ExactRule, Sampler, Verdict
 from core.scorer import Scorer, ScorerCall
-from core.tiers import Outcome, Reason, Tier, assign_tier, outcome_of
+from core.tiers import Outcome, Reason, Routing, Tier, assign_tier, outcome_of
 from core.timing import Stopwatch
 from core.trace import CallRecord, RoundRecord, TokenRecord, Trace
 
+__all__ = ["encode_prompt", "generate", "iter_generate", "stop_token_ids"]
 
-def encode_prompt(tokenizer: object, prompt: str, chat_template: bool = True) -> list[int]:
-    """Token ids of the prompt, with the model's chat template applied when it has one."""
-    if not isinstance(prompt, str) or not prompt.strip():
-        raise PromptError("the prompt is empty: type something or pick an example")
-    if len(prompt) > MAX_PROMPT_CHARS:
-        raise PromptError(f"the prompt has {len(prompt):,} characters; the limit is {MAX_PROMPT_CHARS:,}")
-    if chat_template and getattr(tokenizer, "chat_template", None):
-        ids = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
-                                            tokenize=True, return_dict=False)
-    else:
-        ids = tokenizer(prompt)["input_ids"]
-    ids = list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
-    if len(ids) > MAX_PROMPT_TOKENS:
-        raise PromptError(f"the prompt is {len(ids):,} tokens; the limit is {MAX_PROMPT_TOKENS:,}")
-    return ids
+class VerifierPass:
+    """One verifier's batched pass over a round's draft, run the first time anything asks for it.
+
+    `ran` says whether it has run; `q(j)`, `best(j)` and `confidence(j)` read draft position j.
+    Distributions stay on the device; argmax and confidence of every position come to the host in
+    one transfer per pass.
+    """
+
+    def __init__(self, scorer: Scorer, sequence: list[int], first: int, last: int, sampler: Sampler,
+                 signal: str, on_call: Callable[[Scorer, ScorerCall], None]) -> None:
+        self.scorer, self.sequence, self.first, self.last = scorer, sequence, first, last
+        self.sampler, self.signal, self.on_call = sampler, signal, on_call
+        self.ran = False
+        self._q: torch.Tensor | None = None
+        self._best: list[int] = []
+        self._confidence: list[float] = []
+
+    def run(self) -> None:
+        logits, call = self.scorer.predict(self.sequence, self.first, self.last)
+        self._q = self.sampler.distribution(logits)
+        best = torch.argmax(self._q, dim=-1)
+        both = torch.stack([best.float(), confidences(self._q, best, self.signal)]).tolist()
+        self._best, self._confidence = [int(b) for b in both[0]], both[1]
+        self.ran = True
+        self.on_call(self.scorer, call)
+
+    def q(self, j: int) -> torch.Tensor:
+        if not self.ran:
+            self.run()
+        return self._q[j]
+
+    def best(self, j: int) -> int:
+        if not self.ran:
+            self.run()
+        return self._best[j]
+
+    def confidence(self, j: int) -> float:
+        if not self.ran:
+            self.run()
+        return self._confidence[j]
+
+    def recorded_confidence(self, j: int) -> float | None:
+        """The confidence at j if this pass ran and covered j, else None (for the trace)."""
+        return self._confidence[j] if self.ran and j < len(self._confidence) else None
 
 
-def stop_token_ids(bundle: ModelBundle) -> set[int]:
-    """EOS ids from the tokenizer and the generation config (chat models often have several)."""
-    ids: set[int] = set()
-    eos = getattr(bundle.verifier.model.generation_config, "eos_token_id", None)
-    ids.update(eos if isinstance(eos, list) else [eos] if eos is not None else [])
-    if bundle.verifier.tokenizer.eos_token_id is not None:
-        ids.add(bundle.verifier.tokenizer.eos_token_id)
-    return ids
+def verification_rule(config: DecodeConfig, sampler: Sampler) -> object:
+    """The rule verifiers judge draft tokens with: exact, or a lossy baseline from core.policies.
+    A rule has `judge(q, token, p, best) -> Verdict`."""
+    if config.verify_rule == "exact":
+        return ExactRule(sampler)
+    try:
+        from core.policies import RULES
+    except ImportError:
+        RULES = {}  # noqa: N806
+    if config.verify_rule not in RULES:
+        raise ConfigError(f"unknown verify_rule '{config.verify_rule}': use exact or {', '.join(RULES) or '-'}")
+    return RULES[config.verify_rule](sampler, config.verify_alpha)
 
 
 class _Decoder:
-    """The state of one run: the three scorers, the drafter, the sampler and the trace being written."""
+    """The state of one run: the three scorers, the drafter, the rule and the cost of each call."""
 
     def __init__(self, bundle: ModelBundle, config: DecodeConfig, replay: bool) -> None:
         self.config = config.validate()
         verifier = bundle.verifier
         self.replay = replay
-        memo = bundle.memo
+        self.pieces = _TextPieces(verifier.tokenizer)
+        self.generated = 0  # tokens emitted so far: the next record's position
+        self.memo = bundle.memo
         self.cost = CostModel(verifier.model)
         self.call_cost: dict[str, float] = {}
         self.sampler = Sampler(config.temperature, config.top_p, config.seed)
-        self.stop_ids = stop_token_ids(bundle)
-        key = f"{verifier.name}|{verifier.dtype}"
-        self.full_route = resolve_route("full", verifier.model.config)
-        self.slim_route = resolve_route(config.slim_route, verifier.model.config)
-        self.full = self._scorer("full", verifier.model, self.full_route, memo, key)
-        self.slim = self._scorer("slim", verifier.model, self.slim_route, memo, key)
-        self.drafter, self.draft_route = self._make_drafter(bundle, memo, key)
+        self.rule = verification_rule(config, self.sampler)
+        self.stop_ids = stop_token_ids(verifier.model, verifier.tokenizer)
+        self.full = self._scorer("full", verifier, "full")
+        self.slim = self._scorer("slim", verifier, config.slim_route)
+        self.drafter: Drafter | None = self._make_drafter(bundle)
         self.tau_accept, self.tau_slim = config.effective_thresholds()
 
-    def _scorer(self, role: str, model: torch.nn.Module, route: LayerRoute, memo: object, key: str) -> Scorer:
-        scorer = Scorer(role, model, route, memo, key, read_memo=self.replay)
-        self.call_cost[role] = self.cost.call_cost(model, route)  # fixed per (model, route): priced once
+    def _scorer(self, role: str, loaded: object, route_spec: object) -> Scorer:
+        route = resolve_route(route_spec, loaded.model.config)
+        scorer = Scorer(role, loaded.model, route, self.memo, loaded.name, read_memo=self.replay)
+        self.call_cost[role] = self.cost.call_cost(loaded.model, route)  # fixed per (model, route): priced once
         return scorer
 
-    def _make_drafter(self, bundle: ModelBundle, memo: object, key: str) -> tuple[object, LayerRoute | None]:
+    def _make_drafter(self, bundle: ModelBundle) -> Drafter | None:
         c = self.config
         if c.mode == "plain":
-            return None, None
+            return None
         if c.drafter == "ngram":
-            return PromptLookupDrafter(c.ngram_size), None
+            return PromptLookupDrafter(c.ngram_size)
         if c.drafter == "model":
             if bundle.drafter is None:
                 raise ConfigError("drafter 'model' needs a separate drafter model: load one with the bundle")
-            model, name = bundle.drafter.model, f"{bundle.drafter.name}|{bundle.drafter.dtype}"
-            route = resolve_route("full", model.config)
+            scorer = self._scorer("drafter", bundle.drafter, "full")
+            description = bundle.drafter.name
         else:
-            model, name = bundle.verifier.model, key
-            route = resolve_route(c.draft_route, model.config)
-        scorer = self._scorer("drafter", model, route, memo, name)
-        return ModelDrafter(scorer, self.sampler, c.draft_signal, self.stop_ids), route
-
-    def record(self, scorer: Scorer, call: ScorerCall) -> CallRecord:
-        return CallRecord(role=scorer.role, tokens_processed=call.tokens_processed, layers=call.layers,
-                          cost_units=self.call_cost[scorer.role], wall_s=call.wall_s,
-                          from_memo=call.from_memo)
+            scorer = self._scorer("drafter", bundle.verifier, c.draft_route)
+            description = f"self ({scorer.route.describe()})"
+        return ModelDrafter(scorer, self.sampler, c.draft_signal, self.stop_ids, description, c.draft_stop_below)
 
     def run_round(self, tokens: list[int], budget: int, index: int) -> tuple[list[TokenRecord], RoundRecord]:
-        """One round: draft, then route each draft token through the three tiers. Returns new tokens."""
-        gamma = min(self.config.gamma, budget)
-        draft = self.drafter.propose(tokens, gamma) if self.drafter else Draft()
-        draft_scorer = getattr(self.drafter, "scorer", None)
+        """One round of the algorithm box: draft, route each token through the tiers, maybe a bonus."""
+        # 1. Draft.
+        draft = self.drafter.propose(tokens, min(self.config.gamma, budget)) if self.drafter else Draft()
         round_ = RoundRecord(index=index, draft_tokens=list(draft.tokens), accepted=0, emitted=0,
-                             calls=[self.record(draft_scorer, c) for c in draft.calls])
-        n = len(tokens)
-        sequence = tokens + draft.tokens
-        slim_q: list[torch.Tensor] = []
-        full_q: list[torch.Tensor] = []
+                             calls=[self._call(self.drafter.scorer, c) for c in draft.calls])
+        n, sequence = len(tokens), tokens + draft.tokens
 
-        def run_slim() -> None:  # tier 2's one batched pass over the draft
-            logits, call = self.slim.predict(sequence, n, n + len(draft.tokens) - 1)
-            slim_q.extend(self.sampler.distribution(x) for x in logits)
-            round_.calls.append(self.record(self.slim, call))
+        def record_call(scorer: Scorer, call: ScorerCall) -> None:
+            round_.calls.append(self._call(scorer, call))
 
-        def run_full() -> None:  # tier 3's one batched pass: catch up, whole draft, bonus position
-            logits, call = self.full.predict(sequence, n, n + len(draft.tokens))
-            full_q.extend(self.sampler.distribution(x) for x in logits)
-            round_.calls.append(self.record(self.full, call))
+        signal = self.config.slim_signal
+        slim = VerifierPass(self.slim, sequence, n, n + len(draft) - 1, self.sampler, signal, record_call)
+        full = VerifierPass(self.full, sequence, n, n + len(draft), self.sampler, signal, record_call)
 
-        def slim_confidence(j: int) -> float:
-            if not slim_q:
-                run_slim()
-            return confidence(slim_q[j], int(torch.argmax(slim_q[j])), self.config.slim_signal)
-
-        emitted: list[tuple[int, Tier, Outcome, Reason]] = []
+        # 2. Route each draft token, left to right.
+        records: list[TokenRecord] = []
         for j, token in enumerate(draft.tokens):
-            routing = assign_tier(draft.confidences[j], lambda j=j: slim_confidence(j),
-                                  self.tau_accept, self.tau_slim, full_already_ran=bool(full_q),
-                                  stop_token=token in self.stop_ids)
-            tier = routing.tier
-            p = draft.probs[j] if draft.probs else None
-            if tier is Tier.DRAFT:
-                accepted, out = True, token
-            elif tier is Tier.SLIM:
-                accepted, out = verify(self.sampler, slim_q[j], token, p)
-            else:
-                if not full_q:
-                    run_full()
-                accepted, out = verify(self.sampler, full_q[j], token, p)
-            emitted.append((out, tier, outcome_of(tier, accepted), routing.reason))
-            round_.accepted += accepted
-            if not accepted or out in self.stop_ids:
+            routing = assign_tier(draft.confidences[j], lambda j=j: slim.confidence(j), self.tau_accept,
+                                  self.tau_slim, full_already_ran=full.ran, stop_token=token in self.stop_ids)
+            if routing.tier is Tier.DRAFT:  # tier 1: trusted as drafted
+                verdict = Verdict(True, token, "draft trusted, no verifier ran")
+            elif routing.tier is Tier.SLIM:  # tier 2: the slim verifier decides
+                verdict = self.rule.judge(slim.q(j), token, draft.p(j), slim.best(j))
+            else:  # tier 3: the full verifier decides
+                verdict = self.rule.judge(full.q(j), token, draft.p(j), full.best(j))
+            records.append(self._token(index, verdict, routing, draft, slim, full, j))
+            round_.accepted += verdict.accepted
+            if not verdict.accepted or verdict.token in self.stop_ids:
                 break
         else:
-            if not draft.tokens or (full_q and len(emitted) < budget):
-                if not full_q:
-                    run_full()
-                bonus = self.sampler.pick(full_q[len(draft.tokens)])
-                emitted.append((bonus, Tier.FULL, Outcome.FULL_BONUS if draft.tokens else Outcome.PLAIN,
-                                Reason.BONUS if draft.tokens else Reason.NO_DRAFT))
-
-        records = []
-        for j, (token, tier, outcome, reason) in enumerate(emitted):
-            records.append(TokenRecord(
-                position=n + j, token_id=token, text="", round=index, tier=int(tier), outcome=outcome.value,
-                reason=reason.value,
-                draft_confidence=draft.confidences[j] if j < len(draft.tokens) else None,
-                slim_confidence=self._conf(slim_q, j), full_confidence=self._conf(full_q, j)))
+            # Bonus: the full pass's own next token after a fully kept draft (or the only token of a plain round).
+            if not draft.tokens or (full.ran and len(records) < budget):
+                j = len(draft)
+                bonus = Verdict(False, self.sampler.pick(full.q(j)), "full verifier's own next token")
+                routing = Routing(Tier.FULL, Reason.BONUS if draft.tokens else Reason.NO_DRAFT)
+                records.append(self._token(index, bonus, routing, draft, slim, full, j))
         round_.emitted = len(records)
         return records, round_
 
-    def _conf(self, dists: list[torch.Tensor], j: int) -> float | None:
-        if j >= len(dists):
-            return None
-        return confidence(dists[j], int(torch.argmax(dists[j])), self.config.slim_signal)
+    def _token(self, index: int, verdict: Verdict, routing: Routing, draft: Draft, slim: VerifierPass,
+               full: VerifierPass, j: int) -> TokenRecord:
+        """The one place a TokenRecord is built, complete (its text piece and position included)."""
+        self.generated += 1
+        if j < len(draft):
+            outcome = outcome_of(routing.tier, verdict.accepted)
+        else:
+            outcome = Outcome.FULL_BONUS if draft.tokens else Outcome.PLAIN
+        return TokenRecord(
+            position=self.generated - 1, token_id=verdict.token, text=self.pieces.add(verdict.token),
+            round=index, tier=int(routing.tier), outcome=outcome.value, reason=routing.reason.value,
+            verdict=verdict.why,
+            draft_confidence=draft.confidences[j] if j < len(draft) else None,
+            slim_confidence=slim.recorded_confidence(j), full_confidence=full.recorded_confidence(j))
+
+    def _call(self, scorer: Scorer, call: ScorerCall) -> CallRecord:
+        return CallRecord(role=scorer.role, tokens_processed=call.tokens_processed, layers=call.layers,
+                          cost_units=self.call_cost[scorer.role], wall_s=call.wall_s, from_memo=call.from_memo)
 
     def models_info(self, bundle: ModelBundle) -> dict:
-        if self.drafter is None:
-            drafter = "none"
-        elif self.config.drafter == "ngram":
-            drafter = f"prompt lookup (n <= {self.config.ngram_size})"
-        elif self.config.drafter == "model":
-            drafter = bundle.drafter.name
-        else:
-            drafter = f"self ({self.draft_route.describe()})"
         return {
             "verifier": bundle.verifier.name,
-            "drafter": drafter,
-            "slim_route": self.slim_route.describe(),
-            "num_layers": self.full_route.num_layers,
+            "drafter": self.drafter.describe() if self.drafter else "none",
+            "slim_route": self.slim.route.describe(),
+            "num_layers": self.full.route.num_layers,
             "device": str(bundle.verifier.device),
             "dtype": str(bundle.verifier.dtype).replace("torch.", ""),
         }
@@ -229,50 +243,52 @@ class _TextPieces:
 
 
 def iter_generate(bundle: ModelBundle, prompt: str, config: DecodeConfig, *, replay: bool = True,
-                  should_stop: Callable[[], bool] | None = None) -> Iterator[Trace]:
+                  should_stop: Callable[[], bool] | None = None,
+                  time_budget_s: float | None = None) -> Iterator[Trace]:
     """Run one generation, yielding the growing trace after every round (for streaming UIs).
 
     `replay=True` lets predictions come from the bundle's memo (exactly the same tokens, no wall
-    time); `replay=False` runs every forward pass for real, for honest timing.
+    time); `replay=False` runs every forward pass for real, for honest timing. `trace.wall_s` counts
+    decoding only, not the time the consumer spends between yields. A run stopped by `should_stop`
+    or past `time_budget_s` ends with its partial trace (`trace.partial`).
     """
     decoder = _Decoder(bundle, config, replay)
     prompt_ids = encode_prompt(bundle.verifier.tokenizer, prompt, config.chat_template)
     trace = Trace(prompt=prompt, prompt_token_count=len(prompt_ids), config=config.to_dict(),
                   models=decoder.models_info(bundle))
-    pieces = _TextPieces(bundle.verifier.tokenizer)
     tokens = list(prompt_ids)
-    with Stopwatch(bundle.verifier.device) as total:
-        while len(trace.tokens) < config.max_new_tokens:
-            if should_stop is not None and should_stop():
-                trace.stop_reason = "cancelled"
-                break
-            with Stopwatch(bundle.verifier.device) as watch:
-                records, round_ = decoder.run_round(tokens, config.max_new_tokens - len(trace.tokens),
-                                                    len(trace.rounds))
-            round_.wall_s = watch.seconds
-            for record in records:
-                record.position = len(trace.tokens)
-                record.text = pieces.add(record.token_id)
-                trace.tokens.append(record)
-                tokens.append(record.token_id)
-            trace.rounds.append(round_)
-            trace.wall_s += round_.wall_s
-            if tokens[-1] in decoder.stop_ids:
-                trace.stop_reason = "eos"
-                break
-            yield trace
-        else:
-            trace.stop_reason = "max_new_tokens"
-    trace.wall_s = total.seconds
+    started = time.monotonic()
+    while len(trace.tokens) < config.max_new_tokens:
+        if should_stop is not None and should_stop():
+            trace.stop_reason = "cancelled"
+            break
+        if time_budget_s is not None and time.monotonic() - started > time_budget_s:
+            trace.stop_reason = "time-budget"
+            break
+        with Stopwatch(bundle.verifier.device) as watch:
+            records, round_ = decoder.run_round(tokens, config.max_new_tokens - len(trace.tokens), len(trace.rounds))
+        round_.wall_s = watch.seconds
+        trace.tokens.extend(records)
+        tokens.extend(r.token_id for r in records)
+        trace.rounds.append(round_)
+        trace.wall_s += round_.wall_s
+        if tokens[-1] in decoder.stop_ids:
+            trace.stop_reason = "eos"
+            break
+        yield trace
+    else:
+        trace.stop_reason = "max_new_tokens"
     yield trace
 
 
 def generate(bundle: ModelBundle, prompt: str, config: DecodeConfig, *, replay: bool = True,
-             fidelity: bool = False, should_stop: Callable[[], bool] | None = None) -> Trace:
+             fidelity: bool = False, should_stop: Callable[[], bool] | None = None,
+             time_budget_s: float | None = None) -> Trace:
     """Run one generation to the end and return its trace (optionally with fidelity measured)."""
-    *_, trace = iter_generate(bundle, prompt, config, replay=replay, should_stop=should_stop)
+    *_, trace = iter_generate(bundle, prompt, config, replay=replay, should_stop=should_stop,
+                              time_budget_s=time_budget_s)
     if fidelity:
-        from core.fidelity import attach_fidelity
+        from core.fidelity import attach_fidelity  # fidelity does not import the engine: no cycle
 
         attach_fidelity(bundle, trace)
     return trace

@@ -2,7 +2,9 @@
 
 Two views, both measured against the full verifier:
 * the full model's own greedy continuation of the same prompt (the reference): common prefix
-  length and exact identity;
+  length and exact identity. It is decoded here by a plain greedy loop of its own, not by the
+  engine under test, and can bypass the prediction memo (`use_memo=False`) so a test's reference
+  never reads back what the run it checks has written;
 * teacher-forced, in one batched pass over prompt + output: the share of output tokens that are
   the full model's argmax given the output so far (`full_agreement`), and its mean negative
   log-likelihood of the output in nats per token (`full_nll`).
@@ -12,46 +14,66 @@ from __future__ import annotations
 
 import torch
 
-from core.config import DecodeConfig
-from core.engine import encode_prompt, generate
 from core.models import ModelBundle
+from core.prompting import encode_prompt, stop_token_ids
 from core.routing import resolve_route
 from core.scorer import Scorer
 from core.trace import Fidelity, Trace
 
 
-def reference_continuation(bundle: ModelBundle, trace: Trace) -> list[int]:
-    """The full model's plain greedy output for the trace's prompt and length (memoised)."""
-    config = DecodeConfig(**trace.config).with_(mode="plain", temperature=0.0)
-    return generate(bundle, trace.prompt, config, replay=True).token_ids
+def _full_scorer(bundle: ModelBundle, use_memo: bool) -> Scorer:
+    verifier = bundle.verifier
+    route = resolve_route("full", verifier.model.config)
+    return Scorer("full", verifier.model, route, bundle.memo if use_memo else None, verifier.name)
 
 
-def teacher_forced(bundle: ModelBundle, prompt_ids: list[int], output_ids: list[int]) -> tuple[float, float]:
+def greedy_reference(bundle: ModelBundle, prompt_ids: list[int], max_new_tokens: int,
+                     use_memo: bool = True) -> list[int]:
+    """The full model's plain greedy continuation of `prompt_ids`, up to a stop token or the cap."""
+    scorer = _full_scorer(bundle, use_memo)
+    stops = stop_token_ids(bundle.verifier.model, bundle.verifier.tokenizer)
+    tokens = list(prompt_ids)
+    while len(tokens) - len(prompt_ids) < max_new_tokens:
+        logits, _ = scorer.predict(tokens, len(tokens), len(tokens))
+        tokens.append(int(torch.argmax(logits[0])))
+        if tokens[-1] in stops:
+            break
+    return tokens[len(prompt_ids):]
+
+
+def _prompt_ids(bundle: ModelBundle, trace: Trace) -> list[int]:
+    return encode_prompt(bundle.verifier.tokenizer, trace.prompt, trace.config.get("chat_template", True))
+
+
+def reference_continuation(bundle: ModelBundle, trace: Trace, use_memo: bool = True) -> list[int]:
+    """The full model's plain greedy output for the trace's prompt and length."""
+    return greedy_reference(bundle, _prompt_ids(bundle, trace), int(trace.config["max_new_tokens"]), use_memo)
+
+
+def teacher_forced(bundle: ModelBundle, prompt_ids: list[int], output_ids: list[int],
+                   use_memo: bool = True) -> tuple[float, float]:
     """(agreement, mean NLL) of the full model over `output_ids` following `prompt_ids`."""
     if not output_ids:
         return 1.0, 0.0
-    verifier = bundle.verifier
-    scorer = Scorer("full", verifier.model, resolve_route("full", verifier.model.config), bundle.memo,
-                    f"{verifier.name}|{verifier.dtype}")
     sequence = prompt_ids + output_ids
-    logits, _ = scorer.predict(sequence, len(prompt_ids), len(sequence) - 1)
-    stacked = torch.stack([x.float().cpu() for x in logits])
-    targets = torch.tensor(output_ids)
+    logits, _ = _full_scorer(bundle, use_memo).predict(sequence, len(prompt_ids), len(sequence) - 1)
+    stacked = logits.float()
+    targets = torch.tensor(output_ids, device=stacked.device)
     agreement = float((stacked.argmax(-1) == targets).float().mean())
     nll = float(torch.nn.functional.cross_entropy(stacked, targets))
     return agreement, nll
 
 
-def attach_fidelity(bundle: ModelBundle, trace: Trace, reference: list[int] | None = None) -> Fidelity:
+def attach_fidelity(bundle: ModelBundle, trace: Trace, reference: list[int] | None = None,
+                    use_memo: bool = True) -> Fidelity:
     """Measure and store `trace.fidelity`; pass `reference` when the plain run is already at hand."""
     if reference is None:
-        reference = reference_continuation(bundle, trace)
+        reference = reference_continuation(bundle, trace, use_memo)
     output = trace.token_ids
     common = 0
     while common < min(len(output), len(reference)) and output[common] == reference[common]:
         common += 1
-    prompt_ids = encode_prompt(bundle.verifier.tokenizer, trace.prompt, trace.config.get("chat_template", True))
-    agreement, nll = teacher_forced(bundle, prompt_ids, output)
+    agreement, nll = teacher_forced(bundle, _prompt_ids(bundle, trace), output, use_memo)
     trace.fidelity = Fidelity(reference_tokens=len(reference), common_prefix=common,
                               identical=output == reference, full_agreement=agreement, full_nll=nll)
     return trace.fidelity

@@ -8,12 +8,20 @@ run would. Bounded by bytes, least recently used out first; shared by all users 
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import OrderedDict
 
 import torch
 
 from core.limits import MEMO_BYTES
+
+
+def memo_key(model_name: str, dtype: object, route: object) -> str:
+    """The one spelling of "this model, at this precision, under this route": predictions are shared
+    exactly between scorers with the same key. Every field of the route but its display name counts."""
+    fields = tuple(getattr(route, f.name) for f in dataclasses.fields(route) if f.name != "name")
+    return f"{model_name}|{dtype}|{fields}"
 
 
 class PredictionMemo:
@@ -37,15 +45,17 @@ class PredictionMemo:
             self.hits += 1
             return found
 
-    def put(self, key: str, prefix: tuple[int, ...], logits: torch.Tensor) -> None:
-        entry = logits.detach().to("cpu", torch.float32).clone()
-        size = entry.numel() * entry.element_size()
+    def put_rows(self, key: str, prefixes: list[tuple[int, ...]], logits: torch.Tensor) -> None:
+        """Store one row of `logits` ([len(prefixes), vocab], any device) per prefix, as fp32 on the host.
+        One device-to-host copy for the whole block, not one per row."""
+        rows = [row.clone() for row in logits.detach().to("cpu", torch.float32).unbind(0)]
         with self._lock:
-            old = self._entries.pop((key, prefix), None)
-            if old is not None:
-                self._bytes -= old.numel() * old.element_size()
-            self._entries[(key, prefix)] = entry
-            self._bytes += size
+            for prefix, entry in zip(prefixes, rows, strict=True):
+                old = self._entries.pop((key, prefix), None)
+                if old is not None:
+                    self._bytes -= old.numel() * old.element_size()
+                self._entries[(key, prefix)] = entry
+                self._bytes += entry.numel() * entry.element_size()
             while self._bytes > self.max_bytes and self._entries:
                 _, dropped = self._entries.popitem(last=False)
                 self._bytes -= dropped.numel() * dropped.element_size()

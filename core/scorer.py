@@ -9,6 +9,11 @@ prefixes?" and keeps two ledgers:
   so the cost model gives identical numbers for a real run and a threshold replay;
 * the *physical* cache: what this process has actually computed, cropped back to the longest
   common prefix after a rejection and advanced in one batched pass.
+
+The cache keeps every past position in every layer, also for sliding-window layers (Gemma-3,
+Mistral, Phi-3): a sliding-window cache layer forgets what fell out of its window and so cannot be
+rolled back past it, and rolling back is what speculative decoding does. The attention masks still
+apply the window, so the outputs are those of the model.
 """
 
 from __future__ import annotations
@@ -17,8 +22,9 @@ from dataclasses import dataclass
 
 import torch
 from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer
 
-from core.memo import PredictionMemo
+from core.memo import PredictionMemo, memo_key
 from core.routing import LayerRoute, routed
 from core.timing import Stopwatch
 
@@ -41,24 +47,33 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
     return i
 
 
+def full_history_cache(config: object) -> DynamicCache:
+    """A KV cache with one full-history layer per decoder layer (see the module docstring)."""
+    cache = DynamicCache(config=config)
+    cache.layers = [DynamicLayer() for _ in cache.layers]
+    return cache
+
+
 class Scorer:
     """Next-token logits of one model under one route, with a KV cache and a shared memo."""
 
     def __init__(self, role: str, model: torch.nn.Module, route: LayerRoute, memo: PredictionMemo | None,
-                 memo_key: str, read_memo: bool = True) -> None:
+                 model_name: str, read_memo: bool = True) -> None:
         self.role = role
         self.read_memo = read_memo
         self.model = model
         self.route = route
         self.memo = memo
-        self.memo_key = f"{memo_key}|{','.join(map(str, route.layers))}"
-        self.device = next(model.parameters()).device
-        self._cache = DynamicCache(config=model.config)
+        param = next(model.parameters())
+        self.device = param.device
+        self.memo_key = memo_key(model_name, param.dtype, route)
+        self._cache = full_history_cache(model.config)
         self._cache_tokens: list[int] = []
         self._logical_tokens: list[int] = []
 
-    def predict(self, tokens: list[int], first: int, last: int) -> tuple[list[torch.Tensor], ScorerCall]:
-        """Logits predicting token k from tokens[:k], for k = first .. last (inclusive).
+    def predict(self, tokens: list[int], first: int, last: int) -> tuple[torch.Tensor, ScorerCall]:
+        """Logits [last - first + 1, vocab] on the model's device; row i predicts token first + i
+        from tokens[:first + i].
 
         One logical call: everything in tokens[:last] that this scorer has not processed yet is
         processed in one batched pass, so its KV cache catches up in that same pass.
@@ -73,28 +88,27 @@ class Scorer:
         if self.memo is not None and self.read_memo:
             found = [self.memo.get(self.memo_key, p) for p in wanted]
             if all(f is not None for f in found):
-                return found, call
+                return torch.stack(found).to(self.device), call
         call.from_memo = False
         with Stopwatch(self.device) as watch:
             logits = self._forward(tokens, first, last)
         call.wall_s = watch.seconds
         if self.memo is not None:
-            for prefix, row in zip(wanted, logits, strict=True):
-                self.memo.put(self.memo_key, prefix, row)
+            self.memo.put_rows(self.memo_key, wanted, logits)
         return logits, call
 
     @torch.inference_mode()
-    def _forward(self, tokens: list[int], first: int, last: int) -> list[torch.Tensor]:
+    def _forward(self, tokens: list[int], first: int, last: int) -> torch.Tensor:
         keep = min(_common_prefix(self._cache_tokens, tokens[:last]), first - 1)
         self._crop(keep)
-        new = tokens[keep:last]
-        ids = torch.tensor([new], device=self.device)
+        ids = torch.tensor([tokens[keep:last]], device=self.device)
         positions = torch.arange(keep, last, device=self.device).unsqueeze(0)
+        wanted = last - first + 1  # only these rows go through the output head (logits_to_keep)
         with routed(self.route):
-            out = self.model(input_ids=ids, position_ids=positions, cache=self._cache, use_cache=True)
+            out = self.model(input_ids=ids, position_ids=positions, cache=self._cache, use_cache=True,
+                             logits_to_keep=wanted)
         self._cache_tokens = list(tokens[:last])
-        rows = out.logits[0, first - 1 - keep:].float()
-        return list(rows.unbind(0))
+        return out.logits[0, -wanted:].float()
 
     def _crop(self, length: int) -> None:
         """Crop every layer's cache to an absolute length (layers skipped by the route stay empty)."""

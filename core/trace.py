@@ -20,6 +20,7 @@ class TokenRecord:
     tier: int  # 1 direct accept, 2 slim verifier, 3 full verifier
     outcome: str  # a core.tiers.Outcome value
     reason: str  # a core.tiers.Reason value: why this tier decided (recorded, never re-derived)
+    verdict: str  # what the deciding rule said ("argmax", "draft trusted", ...); core.sampling / core.policies
     draft_confidence: float | None = None
     slim_confidence: float | None = None
     full_confidence: float | None = None
@@ -79,12 +80,17 @@ class Trace:
     tokens: list[TokenRecord] = field(default_factory=list)
     rounds: list[RoundRecord] = field(default_factory=list)
     wall_s: float = 0.0
-    stop_reason: str = "running"  # eos | max_new_tokens | cancelled | running
+    stop_reason: str = "running"  # eos | max_new_tokens | cancelled | time-budget | running
     fidelity: Fidelity | None = None
 
     @property
     def text(self) -> str:
         return "".join(t.text for t in self.tokens)
+
+    @property
+    def partial(self) -> bool:
+        """True when the run was cut short (stopped by the user or out of time), not finished."""
+        return self.stop_reason in ("cancelled", "time-budget")
 
     @property
     def token_ids(self) -> list[int]:

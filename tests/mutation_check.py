@@ -46,10 +46,14 @@ class Mutant:
 
 MUTANTS = (
     Mutant("verifier accepts everything", (
-        Edit("core/sampling.py", (  # greedy rule: accept iff the draft is the verifier's argmax
+        Edit("core/sampling.py", (  # the engine's greedy rule (ExactRule.judge): accept iff draft == argmax
+            (r"Verdict\(best == token, best,", "Verdict(True, token,"),
+        )),
+        Edit("core/sampling.py", (  # verify()'s greedy branch
             (r"return best == token, best", "return True, token"),
         )),
         Edit("core/sampling.py", (  # sampling rule: accept with probability min(1, q/p)
+            (r"if p_token > 0 and sampler\.uniform\(\) < min\(1\.0, q_token / p_token\):", "if True:"),
             (r"if p_token > 0 and sampler\.uniform\(\) < min\(1\.0, float\(q\[token\]\) / p_token\):", "if True:"),
         )),
     )),

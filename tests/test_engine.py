@@ -112,7 +112,8 @@ def test_every_token_to_tier_one_reproduces_the_drafters_own_greedy_output(bundl
     trace = generate(fresh(bundle), PROMPT, config, replay=False)
     route = resolve_route(config.draft_route, bundle.verifier.model.config)
     own = greedy_without_cache(bundle.verifier.model, prompt_ids(bundle), 48, route)
-    assert not set(own) & stop_token_ids(bundle), "the drafter's own output must not stop early here"
+    stops = stop_token_ids(bundle.verifier.model, bundle.verifier.tokenizer)
+    assert not set(own) & stops, "the drafter's own output must not stop early here"
     assert trace.token_ids == own
     assert {t.outcome for t in trace.tokens} == {"direct-accepted"}
     assert {t.reason for t in trace.tokens} == {"draft-confident"}

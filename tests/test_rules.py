@@ -130,7 +130,7 @@ def test_rejection_sampling_emits_the_target_distribution(with_p):
 
 
 def _trace() -> Trace:
-    tokens = [TokenRecord(i, 10 + i, "x", r, tier, outcome, "") for i, (r, tier, outcome) in enumerate([
+    tokens = [TokenRecord(i, 10 + i, "x", r, tier, outcome, "", "") for i, (r, tier, outcome) in enumerate([
         (0, 1, "direct-accepted"), (0, 2, "slim-regenerated"),
         (1, 1, "direct-accepted"), (1, 3, "full-accepted"), (1, 3, "full-bonus")])]
     rounds = [
@@ -158,7 +158,7 @@ def test_metric_definitions_on_a_hand_made_trace():
 def test_vllm_mean_acceptance_length_counts_only_rounds_that_drafted():
     trace = _trace()
     trace.rounds.append(RoundRecord(2, [], accepted=0, emitted=1, calls=[CallRecord("full", 1, 6, 1.0, 0.1, False)]))
-    trace.tokens.append(TokenRecord(5, 20, "x", 2, 3, "plain", "no-draft"))
+    trace.tokens.append(TokenRecord(5, 20, "x", 2, 3, "plain", "no-draft", ""))
     m = summarize(trace)
     assert m["mean_acceptance_length"] == pytest.approx(1 + 3 / 2), "a round with no draft is not a draft"
     assert m["mean_accepted_length"] == pytest.approx(3 / 3), "ours divides by every round"
@@ -168,14 +168,14 @@ def test_vllm_mean_acceptance_length_counts_only_rounds_that_drafted():
 
 def test_vllm_acceptance_length_exceeds_tokens_per_round_when_tier_one_ends_a_round():
     """A round trusted entirely to tier 1 has no verifier token: vLLM's '1 +' overcounts it."""
-    tokens = [TokenRecord(i, i, "x", 0, 1, "direct-accepted", "draft-confident") for i in range(3)]
+    tokens = [TokenRecord(i, i, "x", 0, 1, "direct-accepted", "draft-confident", "") for i in range(3)]
     rounds = [RoundRecord(0, [0, 1, 2], accepted=3, emitted=3, calls=[])]
     m = summarize(Trace("p", 5, {}, {}, tokens, rounds, wall_s=1.0))
     assert m["tokens_per_round"] == pytest.approx(3) and m["mean_acceptance_length"] == pytest.approx(4)
 
 
 def test_a_run_with_zero_modelled_cost_has_an_unbounded_speedup_not_zero():
-    tokens = [TokenRecord(i, i, "x", 0, 1, "direct-accepted", "draft-confident") for i in range(3)]
+    tokens = [TokenRecord(i, i, "x", 0, 1, "direct-accepted", "draft-confident", "") for i in range(3)]
     rounds = [RoundRecord(0, [0, 1, 2], accepted=3, emitted=3, calls=[])]
     m = summarize(Trace("p", 5, {}, {}, tokens, rounds, wall_s=1.0))
     assert m["modelled_cost"] == 0 and m["modelled_speedup"] == float("inf")
