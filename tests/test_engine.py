@@ -144,6 +144,7 @@ def test_every_token_has_one_tier_and_a_reason_consistent_with_it_and_rounds_add
     for t in trace.tokens:
         assert t.tier == OUTCOME_TIER[Outcome(t.outcome)]
         assert t.tier == REASON_TIER[Reason(t.reason)], (t.reason, t.tier)
+        assert t.verdict, "every token records what the deciding rule said"
         if t.reason == "draft-confident":
             assert t.draft_confidence >= config.tau_accept
         if t.reason == "slim-confident":
