@@ -12,9 +12,9 @@ Definitions (a "round" is one draft-and-verify cycle; plain decoding has one tok
                     with vLLM's counting (a round that drafted nothing is not a draft). It assumes
                     every draft round ends with one verifier token (the correction or the bonus), so
                     for classic SD it equals tokens per drafting round. VIA-SD breaks that
-                    assumption: a round whose tokens all went to tiers 1 and 2 ends with no verifier
-                    token (or a slim one), so this number can exceed tokens_per_round. Plain
-                    decoding drafts nothing: 1.0 (each round yields its one token).
+                    assumption: a round whose whole draft is kept by tiers 1 and 2 emits no extra
+                    token (no bonus comes from them), so this number can exceed tokens_per_round.
+                    Plain decoding drafts nothing: 1.0 (each round yields its one token).
 * tokens_per_round  generated / rounds: every token emitted, the extra verifier token included.
 * full_calls_per_token  full-verifier forward calls / generated tokens (plain decoding: 1.0).
 * modelled_cost     sum of call costs in full-verifier passes (core.cost); plain = 1 per token.
