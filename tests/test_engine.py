@@ -344,7 +344,7 @@ def test_routing_and_exactness_hold_for_other_families(family):
     assert plain.token_ids == greedy_without_cache(model, ids, 32)
     sd = generate(fresh(bundle), PROMPT, config.with_(mode="sd"), replay=False)
     assert sd.token_ids == plain.token_ids
-    assert_paths_taken(sd, bonus=False)
+    assert_paths_taken(sd)
     for tier, thresholds, route in ((1, (0.0, 0.0), config.draft_route), (2, (1.0, 0.0), config.slim_route)):
         forced = generate(fresh(bundle), PROMPT, config.with_(tau_accept=thresholds[0], tau_slim=thresholds[1]),
                           replay=False)
