@@ -7,12 +7,12 @@ import os
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
-from app import session  # noqa: E402  (the env default must be set before gradio is imported)
+from app.session import SESSIONS  # noqa: E402  (the env default must be set before gradio is imported)
 from app.ui import build_demo, launch_kwargs  # noqa: E402
 
 demo = build_demo()
 demo.queue(default_concurrency_limit=4)
 
 if __name__ == "__main__":
-    session.warm_up_in_background()
+    SESSIONS.warm_up_in_background()
     demo.launch(**launch_kwargs())

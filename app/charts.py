@@ -12,14 +12,16 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.render import OUTCOMES
+from app.render import OUTCOMES, shown_round
 from core.metrics import summarize
+from core.tiers import Outcome
 from core.trace import Trace
 
 FONT = {"size": 15}
 ROLE_COLOURS = {"drafter": "#009E73", "slim": "#56B4E9", "full": "#E69F00"}
-OUTCOME_SYMBOLS = {"direct-accepted": "circle", "slim-accepted": "square", "slim-regenerated": "square-x",
-                   "full-accepted": "diamond", "full-corrected": "x", "full-bonus": "star", "plain": "circle-open"}
+OUTCOME_SYMBOLS = {Outcome.DIRECT_ACCEPT: "circle", Outcome.SLIM_ACCEPT: "square", Outcome.SLIM_REGENERATE: "square-x",
+                   Outcome.FULL_ACCEPT: "diamond", Outcome.FULL_CORRECT: "x", Outcome.FULL_BONUS: "star",
+                   Outcome.PLAIN: "circle-open"}
 
 
 def _layout(fig: go.Figure, title: str, height: int = 420) -> go.Figure:
@@ -49,7 +51,7 @@ def confidence_figure(trace: Trace | None, tau_accept: float, tau_slim: float) -
                         t.draft_confidence is not None for t in trace.tokens if t.outcome == outcome),
                     marker={"color": colour, "size": 11, "symbol": OUTCOME_SYMBOLS[outcome],
                             "line": {"width": 1, "color": "#333333"}},
-                    text=[f"{t.text!r} (token {t.position}, round {t.round})" for t in pts],
+                    text=[f"{t.text!r} (token {t.position}, round {shown_round(t.round)})" for t in pts],
                     hovertemplate="%{text}<br>confidence %{x:.3f}<extra>" + label + "</extra>"))
     fig.add_shape(type="line", x0=tau_accept, x1=tau_accept, y0=0.55, y1=1.45, line={"color": "#009E73", "width": 3})
     fig.add_shape(type="line", x0=tau_slim, x1=tau_slim, y0=-0.45, y1=0.45,
@@ -68,6 +70,7 @@ def timeline_figure(trace: Trace | None) -> go.Figure:
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     if trace is not None and trace.rounds:
         df = trace.rounds_dataframe()
+        df["round"] = df["round"].map(shown_round)  # on screen rounds count from 1 (the CSV keeps 0-based)
         for role, colour in ROLE_COLOURS.items():
             fig.add_trace(go.Bar(x=df["round"], y=df[f"{role}_cost_units"], name=f"{role} cost (modelled)",
                                  marker_color=colour,
@@ -93,20 +96,34 @@ def timeline_figure(trace: Trace | None) -> go.Figure:
     return _layout(fig, "Per round: models run, cost, time")
 
 
+def _grouped(grid: pd.DataFrame, x: str) -> pd.DataFrame:
+    """One row per distinct (x, speed-up) point, with every threshold pair that landed on it."""
+    labels = [f"τa={a:g}, τs={s:g}" for a, s in zip(grid["tau_accept"], grid["tau_slim"], strict=True)]
+    keyed = grid.assign(_x=grid[x].round(4), _y=grid["modelled_speedup"].round(4), _label=labels)
+    return keyed.groupby(["_x", "_y"], as_index=False).agg(
+        pairs=("_label", list), count=("_label", "size"), tau_accept=("tau_accept", "max"))
+
+
 def tradeoff_figure(grid: pd.DataFrame | None, tau_accept: float, tau_slim: float) -> go.Figure:
-    """Modelled speed-up against fidelity and against rejection rate over a threshold grid."""
+    """Modelled speed-up against fidelity and against rejection rate over a threshold grid.
+
+    Pairs that give identical results share one marker, drawn larger with its count ("×3") beside
+    it and every pair in its hover text; the sliders' pair is starred.
+    """
     fig = make_subplots(rows=1, cols=2, subplot_titles=("speed-up vs full-model agreement",
                                                         "speed-up vs rejection rate"))
     if grid is not None and not grid.empty:
-        labels = [f"τa={a:g}, τs={s:g}" for a, s in zip(grid["tau_accept"], grid["tau_slim"], strict=True)]
         current = ((grid["tau_accept"] - tau_accept).abs() < 1e-6) & ((grid["tau_slim"] - tau_slim).abs() < 1e-6)
         for col, x in ((1, "full_agreement"), (2, "rejection_rate")):
+            points = _grouped(grid, x)
             fig.add_trace(go.Scatter(
-                x=grid[x], y=grid["modelled_speedup"], mode="markers", text=labels, name="threshold pair",
-                showlegend=col == 1, marker={"size": 12, "color": grid["tau_accept"], "colorscale": "Viridis",
-                                             "line": {"width": 1, "color": "#333333"},
-                                             "showscale": col == 2, "colorbar": {"title": "τ_accept"}},
-                hovertemplate="%{text}<br>speed-up %{y:.2f}×<br>" + x + " %{x:.3f}<extra></extra>"),
+                x=points["_x"], y=points["_y"], mode="markers+text", name="threshold pair",
+                text=[f"×{n}" if n > 1 else "" for n in points["count"]], textposition="middle right",
+                customdata=["<br>".join(p) for p in points["pairs"]], showlegend=col == 1,
+                marker={"size": [12 + 4 * min(n - 1, 5) for n in points["count"]], "color": points["tau_accept"],
+                        "colorscale": "Viridis", "line": {"width": 1, "color": "#333333"},
+                        "showscale": col == 2, "colorbar": {"title": "τ_accept"}},
+                hovertemplate="%{customdata}<br>speed-up %{y:.2f}×<br>" + x + " %{x:.3f}<extra></extra>"),
                 row=1, col=col)
             if current.any():
                 fig.add_trace(go.Scatter(
@@ -120,4 +137,5 @@ def tradeoff_figure(grid: pd.DataFrame | None, tau_accept: float, tau_slim: floa
         fig.add_annotation(x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
                            text="press “Run threshold grid” to fill this chart")
     fig.update_yaxes(title="speed-up (modelled accelerator)", row=1, col=1)
-    return _layout(fig, "Threshold trade-off (speed-up modelled, fidelity measured)", height=460)
+    return _layout(fig, "Threshold trade-off (speed-up modelled, fidelity measured; ×n = n pairs, same result)",
+                   height=460)

@@ -1,133 +1,176 @@
-"""Process-wide state of the app: loaded model bundles, each visitor's model choice, stop flags.
+"""Process-wide state of the app in one object with one lock: model bundles, choices, stop flags.
 
 The embedded bundle is loaded once per process (its prediction memo is what makes threshold
 dragging live) and shared by every visitor. A visitor may load another verifier / drafter pair;
-it is kept for that browser session only, and at most MAX_EXTRA_BUNDLES such pairs stay in memory.
-Events that run a model share one Gradio concurrency group, so only one runs at a time.
-Stop works in two ways: Gradio's `cancels=` ends streaming generators at the next
-round, and the flag set here is polled by loops that do not yield (the threshold grid).
+it is kept for that browser session only, and at most `MAX_EXTRA_BUNDLES` such pairs stay in
+memory. A visitor whose pair was dropped to make room is told so (`ModelsEvictedError`) rather
+than silently moved back to the embedded model. Stop works in two ways: Gradio's `cancels=` ends
+streaming generators, and the per-session flag here is polled by core loops between rounds.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
-from core import EMBEDDED_ID, DecodeConfig, ModelBundle, load_bundle
+from core import EMBEDDED_ID, ModelBundle, ViaSdError, load_bundle
 
 MAX_EXTRA_BUNDLES = 2
 """Other model pairs kept in memory besides the embedded default (least recently chosen dropped)."""
 
-_bundle: ModelBundle | None = None
-_load_seconds = 0.0
-_load_lock = threading.Lock()
-_extra: OrderedDict[tuple[str, str], ModelBundle] = OrderedDict()
-_choice: dict[str, tuple[str, str]] = {}
-_stop_flags: dict[str, threading.Event] = {}
-_flags_lock = threading.Lock()
+IDLE_FORGET_S = 6 * 3600.0
+"""A browser session untouched this long is forgotten (its stop flag and model choice)."""
 
 
-def _default_bundle() -> ModelBundle:
-    """The shared embedded bundle, loading it on first use (concurrent callers wait for one load)."""
-    global _bundle, _load_seconds
-    if _bundle is None:
-        with _load_lock:
-            if _bundle is None:
-                start = time.perf_counter()
-                _bundle = load_bundle()
-                _load_seconds = time.perf_counter() - start
-    return _bundle
+class ModelsEvictedError(ViaSdError):
+    """The pair this visitor loaded was unloaded to make room for other visitors' models."""
 
 
-def get_bundle(session: str = "") -> ModelBundle:
-    """The bundle this browser session chose (the embedded default unless it loaded another pair)."""
-    key = _choice.get(session)
-    with _load_lock:
-        chosen = _extra.get(key) if key else None
-    return chosen if chosen is not None else _default_bundle()
+@dataclass
+class _Visitor:
+    choice: tuple[str, str] | None = None  # (verifier, drafter) when not the embedded default
+    stop: threading.Event = field(default_factory=threading.Event)
+    running: int = 0  # model jobs of this session in progress (Stop says so when there are none)
+    seen: float = field(default_factory=time.monotonic)
 
 
-def choose_models(session: str, verifier: str, drafter: str) -> ModelBundle:
-    """Load (or reuse) a verifier / drafter pair for this session; raises core.ViaSdError on bad ids.
+class Sessions:
+    """Bundles and per-visitor state behind one lock; loading a model happens outside it."""
 
-    A failed load leaves the session's previous choice in place.
-    """
-    verifier, drafter = (verifier or "").strip() or EMBEDDED_ID, (drafter or "").strip()
-    if verifier == EMBEDDED_ID and not drafter:
-        _choice.pop(session, None)
-        return _default_bundle()
-    key = (verifier, drafter)
-    with _load_lock:
-        bundle = _extra.get(key)
-    if bundle is None:
-        bundle = load_bundle(verifier, drafter or None)  # slow; outside the lock
-        with _load_lock:
-            _extra[key] = bundle
-            while len(_extra) > MAX_EXTRA_BUNDLES:
-                _extra.popitem(last=False)
-    with _load_lock:
-        _extra.move_to_end(key)
-    _choice[session] = key
-    return bundle
+    def __init__(self, loader: Callable[..., ModelBundle] = load_bundle) -> None:
+        self._lock = threading.Lock()
+        self._default_load = threading.Lock()  # one embedded load at a time, without blocking the state lock
+        self._loader = loader
+        self._default: ModelBundle | None = None
+        self._extra: OrderedDict[tuple[str, str], ModelBundle] = OrderedDict()
+        self._visitors: dict[str, _Visitor] = {}
 
+    # -- visitors ---------------------------------------------------------------------------
+    def _visitor(self, session: str) -> _Visitor:
+        """This session's record (caller holds the lock); prunes sessions idle for long."""
+        now = time.monotonic()
+        for key in [k for k, v in self._visitors.items() if now - v.seen > IDLE_FORGET_S]:
+            del self._visitors[key]
+        visitor = self._visitors.setdefault(session or "anonymous", _Visitor())
+        visitor.seen = now
+        return visitor
 
-def tokenizer_for(verifier_name: str) -> object:
-    """The tokenizer of a loaded verifier by name (the embedded one when that model is gone)."""
-    with _load_lock:
-        for bundle in _extra.values():
+    def start_job(self, session: str) -> Callable[[], bool]:
+        """Clear this session's stop flag and return the `should_stop` callable for core loops."""
+        with self._lock:
+            flag = self._visitor(session).stop
+        flag.clear()
+        return flag.is_set
+
+    @contextlib.contextmanager
+    def job(self, session: str) -> Iterator[Callable[[], bool]]:
+        """A model job of this session: yields `should_stop`; Stop knows whether anything is running."""
+        should_stop = self.start_job(session)
+        with self._lock:
+            self._visitor(session).running += 1
+        try:
+            yield should_stop
+        finally:
+            with self._lock:
+                self._visitor(session).running -= 1
+
+    def request_stop(self, session: str) -> bool:
+        """Ask the running job of this browser session to stop at its next round; False if none runs."""
+        with self._lock:
+            visitor = self._visitor(session)
+            visitor.stop.set()
+            return visitor.running > 0
+
+    def visitor_count(self) -> int:
+        with self._lock:
+            return len(self._visitors)
+
+    # -- models -----------------------------------------------------------------------------
+    def default_bundle(self) -> ModelBundle:
+        """The shared embedded bundle, loading it on first use (concurrent callers wait for one load)."""
+        if self._default is None:
+            with self._default_load:
+                if self._default is None:
+                    self._default = self._loader()
+        return self._default
+
+    def is_loaded(self) -> bool:
+        return self._default is not None
+
+    def bundle(self, session: str = "") -> ModelBundle:
+        """The bundle this browser session chose; raises ModelsEvictedError if it was unloaded."""
+        with self._lock:
+            visitor = self._visitor(session)
+            key = visitor.choice
+            chosen = self._extra.get(key) if key else None
+        if key and chosen is None:
+            verifier, drafter = key
+            names = verifier + (f" + drafter {drafter}" if drafter else "")
+            raise ModelsEvictedError(
+                f"the models you loaded ({names}) were unloaded to make room for other visitors' models; "
+                "press Load models to load them again, or clear the Verifier box to use the embedded model")
+        return chosen if chosen is not None else self.default_bundle()
+
+    def choose(self, session: str, verifier: str, drafter: str) -> ModelBundle:
+        """Load (or reuse) a verifier / drafter pair for this session; a failed load changes nothing."""
+        verifier, drafter = (verifier or "").strip() or EMBEDDED_ID, (drafter or "").strip()
+        if verifier == EMBEDDED_ID and not drafter:
+            with self._lock:
+                self._visitor(session).choice = None
+            return self.default_bundle()
+        key = (verifier, drafter)
+        with self._lock:
+            bundle = self._extra.get(key)
+        if bundle is None:
+            bundle = self._loader(verifier, drafter or None)  # slow: outside the lock
+        with self._lock:
+            self._extra[key] = bundle
+            self._extra.move_to_end(key)
+            while len(self._extra) > MAX_EXTRA_BUNDLES:
+                self._extra.popitem(last=False)
+            self._visitor(session).choice = key
+        return bundle
+
+    def tokenizer_for(self, verifier_name: str) -> object:
+        """The tokenizer of a loaded verifier by name (the embedded one when that model is gone)."""
+        with self._lock:
+            bundles = list(self._extra.values())
+        for bundle in bundles:
             if bundle.verifier.name == verifier_name:
                 return bundle.verifier.tokenizer
-    return _default_bundle().verifier.tokenizer
+        return self.default_bundle().verifier.tokenizer
+
+    def summary(self, session: str = "") -> str:
+        """One line naming the model in use, for the status bar."""
+        try:
+            if self._default is None and self._choice(session) is None:
+                return "model not loaded yet"
+            v = self.bundle(session).verifier
+            drafter_model = self.bundle(session).drafter
+        except ModelsEvictedError as exc:
+            return str(exc)
+        drafter = f" · drafter model {drafter_model.name}" if drafter_model else ""
+        return (f"{v.name} · {v.num_layers} layers · {str(v.dtype).replace('torch.', '')} on {v.device} · "
+                f"loaded in {v.load_seconds:.1f} s{drafter}")
+
+    def _choice(self, session: str) -> tuple[str, str] | None:
+        with self._lock:
+            return self._visitor(session).choice
+
+    def warm_up_in_background(self) -> threading.Thread:
+        """Start loading the embedded model so the first visitor does not wait for it."""
+        thread = threading.Thread(target=self.default_bundle, name="viasd-warm-up", daemon=True)
+        thread.start()
+        return thread
 
 
-def is_loaded() -> bool:
-    return _bundle is not None
+SESSIONS = Sessions()
 
 
-def model_summary(session: str = "") -> str:
-    """One line naming the model in use, for the status bar."""
-    if _bundle is None and session not in _choice:
-        return "model not loaded yet"
-    bundle = get_bundle(session)
-    v = bundle.verifier
-    drafter = f" · drafter model {bundle.drafter.name}" if bundle.drafter else ""
-    return (f"{v.name} · {v.num_layers} layers · {str(v.dtype).replace('torch.', '')} on {v.device} · "
-            f"loaded in {v.load_seconds:.1f} s{drafter}")
-
-
-def warm_up_in_background() -> threading.Thread:
-    """Start loading the model so the first visitor does not wait for it."""
-    thread = threading.Thread(target=_default_bundle, name="viasd-warm-up", daemon=True)
-    thread.start()
-    return thread
-
-
-def _flag(session: str) -> threading.Event:
-    with _flags_lock:
-        return _stop_flags.setdefault(session or "anonymous", threading.Event())
-
-
-def request_stop(session: str) -> None:
-    """Ask the running job of this browser session to stop at its next checkpoint."""
-    _flag(session).set()
-
-
-def start_job(session: str) -> Callable[[], bool]:
-    """Clear this session's stop flag and return the `should_stop` callable for core loops."""
-    flag = _flag(session)
-    flag.clear()
-    return flag.is_set
-
-
-def build_config(mode: str, drafter: str, draft_route: str, slim_route: str, gamma: float, max_new_tokens: float,
-                 sampling: bool, temperature: float, top_p: float, seed: float, tau_accept: float,
-                 tau_slim: float) -> DecodeConfig:
-    """Turn the UI's widget values into a validated DecodeConfig (raises core.ConfigError)."""
-    return DecodeConfig(
-        mode=mode, drafter=drafter, draft_route=(draft_route or "").strip(), slim_route=(slim_route or "").strip(),
-        gamma=int(gamma), max_new_tokens=int(max_new_tokens),
-        temperature=float(temperature) if sampling else 0.0, top_p=float(top_p) if sampling else 1.0,
-        seed=int(seed), tau_accept=round(float(tau_accept), 4), tau_slim=round(float(tau_slim), 4),
-    ).validate()
+def session_id(request: object | None) -> str:
+    """The browser session of a Gradio request ("anonymous" for direct calls)."""
+    return getattr(request, "session_hash", None) or "anonymous"

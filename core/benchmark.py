@@ -1,64 +1,337 @@
-"""`python -m core.benchmark`: plain vs classic SD vs VIA-SD on example prompts, as one printed table.
+"""`python -m core.benchmark`: our decoders against Hugging Face's own, side by side, as one printed table.
 
-Each prompt runs all three modes back to back with every pass executed for real (no memo), so the
-measured speed-ups are ratios taken side by side on the same machine in the same minute. The
-modelled accelerator speed-up (core.cost) is printed beside them and labelled as modelled.
+For every prompt, on the same model, device and prompt ids, interleaved (the order flips on every
+other prompt so drift in a shared machine's load does not favour one side):
+* anchors: Hugging Face `generate` greedy, `generate(prompt_lookup_num_tokens=N)` and, when a
+  separate drafter is loaded (`--drafter-model`), `generate(assistant_model=...)`;
+* ours, every pass run for real (no memo): plain, classic SD and VIA-SD with each drafter.
+Columns: tokens/s; ratios to HF greedy and to HF prompt lookup; the measured speed-up over our
+plain decoding beside the speed-up a cost profile predicts from the run's calls (`pred.`, this
+machine's profile by default) and the modelled accelerator's (`accel.`); words differing from the
+full model's own greedy output and expectations met (grounded prompts carry them); identical
+tokens. Below: medians per method, the targets of issue 7, and how well the profile predicted.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+from dataclasses import dataclass, field
+
+import torch
 
 from core.config import DecodeConfig
-from core.metrics import measured_speedup, summarize
-from core.models import EMBEDDED_ID, load_bundle
-from core.sweep import compare
+from core.cost import CostModel
+from core.engine import generate
+from core.fidelity import attach_fidelity
+from core.metrics import summarize
+from core.models import EMBEDDED_ID, ModelBundle, load_bundle
+from core.profile import device_profile, machine_description, measure_profile, versions
+from core.prompting import encode_prompt, stop_token_ids
+from core.timing import Stopwatch
+from core.trace import Trace
+
+HF_GREEDY, HF_LOOKUP, HF_ASSISTED = "HF greedy", "HF lookup", "HF assisted"
+
+
+@dataclass
+class Row:
+    """One run of one prompt by one method."""
+
+    prompt: str
+    method: str  # HF greedy | HF lookup | HF assisted | plain | SD | VIA-SD
+    drafter: str  # "-" for greedy/plain
+    token_ids: list[int]
+    seconds: float
+    trace: Trace | None = None
+    predicted: float | None = None
+    accelerator: float | None = None
+    words_differing: float | None = None
+    expectations: tuple[int, int] | None = None  # (met, total)
+    kept_full_expectations: bool | None = None  # met every expectation the full model's own output meets
+    ratios: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def tokens_per_s(self) -> float:
+        return len(self.token_ids) / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def key(self) -> str:
+        return self.method if self.drafter == "-" else f"{self.method} {self.drafter}"
+
+
+def hf_generate(bundle: ModelBundle, prompt_ids: list[int], max_new_tokens: int,
+                **kwargs: object) -> tuple[list[int], float]:
+    """Hugging Face `generate`, greedy, timed like ours (CUDA synchronised); returns (new ids, seconds)."""
+    model = bundle.verifier.model
+    ids = torch.tensor([prompt_ids], device=bundle.verifier.device)
+    stop = sorted(stop_token_ids(model, bundle.verifier.tokenizer))
+    with torch.inference_mode(), Stopwatch(bundle.verifier.device) as watch:
+        out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
+                             do_sample=False, temperature=None, top_p=None, top_k=None, eos_token_id=stop,
+                             pad_token_id=stop[0], **kwargs)
+    return out[0, len(prompt_ids):].tolist(), watch.seconds
+
+
+def reader_fidelity(bundle: ModelBundle, ids: list[int], reference: list[int], expectations: object) -> dict:
+    """Words differing and expectations met for an output we have no trace of (the HF anchors).
+
+    Uses core.textdiff / core.expectations where they exist (they land with the grounded family)."""
+    out: dict = {}
+    tokenizer = bundle.verifier.tokenizer
+    text, ref = tokenizer.decode(ids, skip_special_tokens=True), tokenizer.decode(reference, skip_special_tokens=True)
+    try:
+        from core.textdiff import word_diff
+    except ImportError:
+        out["words_differing"] = 0.0 if ids == reference else None
+    else:
+        out["words_differing"] = word_diff(text, ref, getattr(tokenizer, "all_special_tokens", ())).words_differing
+    if expectations is not None and hasattr(expectations, "check"):
+        checks, on_reference = expectations.check(text), expectations.check(ref)
+        out["expectations"] = (sum(bool(c.met) for c in checks), len(checks))
+        out["kept"] = all(c.met or not r.met for c, r in zip(checks, on_reference, strict=True))
+    return out
+
+
+def _our_row(bundle: ModelBundle, prompt: object, label: str, config: DecodeConfig, costs: CostModel,
+             accelerator: CostModel) -> Row:
+    trace = generate(bundle, prompt.text, config, replay=False)
+    drafter = bundle.drafter.model if config.drafter == "model" and bundle.drafter is not None else None
+    method = {"plain": "plain", "sd": "SD", "via": "VIA-SD"}[config.mode]
+    return Row(label, method, "-" if config.mode == "plain" else config.drafter, trace.token_ids, trace.wall_s, trace,
+               predicted=costs.predicted_speedup(trace, drafter),
+               accelerator=accelerator.predicted_speedup(trace, drafter))
+
+
+def run_prompt(bundle: ModelBundle, prompt: object, label: str, args: argparse.Namespace, costs: CostModel,
+               accelerator: CostModel, flip: bool) -> list[Row]:
+    """Every method on one prompt, interleaved; then fidelity against our plain (greedy) output."""
+    prompt_ids = encode_prompt(bundle.verifier.tokenizer, prompt.text)
+    base = DecodeConfig(max_new_tokens=args.max_new_tokens, tau_accept=args.tau_accept, tau_slim=args.tau_slim)
+    jobs = [lambda: Row(label, HF_GREEDY, "-", *hf_generate(bundle, prompt_ids, args.max_new_tokens)),
+            lambda: _our_row(bundle, prompt, label, base.with_(mode="plain"), costs, accelerator)]
+    for drafter in args.drafters:
+        gamma = args.lookup_tokens if drafter == "ngram" else args.gamma
+        if drafter == "ngram":
+            jobs.append(lambda: Row(label, HF_LOOKUP, "ngram", *hf_generate(
+                bundle, prompt_ids, args.max_new_tokens, prompt_lookup_num_tokens=args.lookup_tokens)))
+        if drafter == "model":
+            jobs.append(lambda: Row(label, HF_ASSISTED, "model", *hf_generate(
+                bundle, prompt_ids, args.max_new_tokens, assistant_model=bundle.drafter.model)))
+        for mode in ("sd", "via"):
+            config = base.with_(mode=mode, drafter=drafter, gamma=gamma)
+            jobs.append(lambda config=config: _our_row(bundle, prompt, label, config, costs, accelerator))
+    runs: list[Row] = []
+    for repeat in range(args.repeats):  # alternate the order; keep each method's median-time run
+        runs.extend(job() for job in (reversed(jobs) if (flip + repeat) % 2 else jobs))
+    rows = []
+    for key in dict.fromkeys(r.key for r in runs):
+        same = sorted((r for r in runs if r.key == key), key=lambda r: r.seconds)
+        rows.append(same[(len(same) - 1) // 2])
+    rows.sort(key=lambda r: (0 if r.drafter == "-" else 1 + args.drafters.index(r.drafter), ROW_ORDER.index(r.method)))
+    plain = next(r for r in rows if r.method == "plain")
+    expectations = getattr(prompt, "expectations", None)
+    for row in rows:
+        if row.trace is not None:
+            attach_fidelity(bundle, row.trace, plain.token_ids)
+            m = summarize(row.trace)
+            row.words_differing = m.get("words_differing", 0.0 if m.get("identical_to_full") else None)
+            if m.get("expectations_total"):
+                row.expectations = (int(m["expectations_met"]), int(m["expectations_total"]))
+                checks = getattr(row.trace.fidelity, "expectations", None) or []
+                row.kept_full_expectations = all(getattr(c, "met", False) or not getattr(c, "full_met", False)
+                                                 for c in checks)
+        else:
+            found = reader_fidelity(bundle, row.token_ids, plain.token_ids, expectations)
+            row.words_differing, row.expectations = found.get("words_differing"), found.get("expectations")
+            row.kept_full_expectations = found.get("kept")
+    anchors = {name: next((r for r in rows if r.method == name), None) for name in (HF_GREEDY, HF_LOOKUP)}
+    for row in rows:
+        for name, anchor in list(anchors.items()) + [("plain", plain)]:
+            if anchor is not None and anchor.tokens_per_s:
+                row.ratios[name] = row.tokens_per_s / anchor.tokens_per_s
+    return rows
+
+
+ROW_ORDER = (HF_GREEDY, "plain", HF_LOOKUP, HF_ASSISTED, "SD", "VIA-SD")
+HEADER = (f"{'prompt':17}{'method':18}{'tok/s':>7}{'x HF gr.':>9}{'x HF lk.':>9}{'meas. x':>9}{'pred. x':>9}"
+          f"{'accel. x':>9}{'words':>7}{'expect.':>9}{'same':>6}")
+
+
+def _fmt(value: float | None, spec: str, width: int) -> str:
+    return (format(value, spec) if value is not None else "-").rjust(width)
+
+
+def format_row(row: Row, reference: list[int]) -> str:
+    method = row.key if row.method not in (HF_LOOKUP, HF_ASSISTED) else row.method
+    expect = f"{row.expectations[0]}/{row.expectations[1]}" if row.expectations else "-"
+    return (f"{row.prompt[:16]:17}{method:18}{row.tokens_per_s:7.1f}{_fmt(row.ratios.get(HF_GREEDY), '.2f', 9)}"
+            f"{_fmt(row.ratios.get(HF_LOOKUP), '.2f', 9)}{_fmt(row.ratios.get('plain'), '.2f', 9)}"
+            f"{_fmt(row.predicted, '.2f', 9)}{_fmt(row.accelerator, '.2f', 9)}"
+            f"{_fmt(row.words_differing, '.1%', 7)}{expect:>9}{'yes' if row.token_ids == reference else 'no':>6}")
+
+
+def summary(rows: list[Row]) -> list[str]:
+    """Medians over prompts per method, the issue's targets, and the profile's prediction error."""
+    lines = [f"\nmedians over prompts{'':7}{'x HF gr.':>9}{'x HF lk.':>9}{'meas. x':>9}{'pred. x':>9}"
+             f"{'words':>7}{'expect. kept':>13}"]
+    keys = list(dict.fromkeys(r.key for r in rows))
+    med: dict[str, dict[str, float | None]] = {}
+    for key in keys:
+        mine = [r for r in rows if r.key == key]
+
+        def median(values: list[float | None]) -> float | None:  # "-" unless every prompt has the value
+            return statistics.median(values) if values and None not in values else None
+
+        med[key] = {"greedy": median([r.ratios.get(HF_GREEDY) for r in mine]),
+                    "lookup": median([r.ratios.get(HF_LOOKUP) for r in mine]),
+                    "plain": median([r.ratios.get("plain") for r in mine]),
+                    "pred": median([r.predicted for r in mine]),
+                    "words": median([r.words_differing for r in mine])}
+        judged = [r for r in mine if r.kept_full_expectations is not None]
+        met = f"{sum(r.kept_full_expectations for r in judged)}/{len(judged)}" if judged else "-"
+        m = med[key]
+        lines.append(f"  {key:25}{_fmt(m['greedy'], '.2f', 9)}{_fmt(m['lookup'], '.2f', 9)}"
+                     f"{_fmt(m['plain'], '.2f', 9)}{_fmt(m['pred'], '.2f', 9)}{_fmt(m['words'], '.1%', 7)}{met:>13}")
+    lines.append("\ntargets (issue 7, medians over prompts):")
+    for key, anchor, col in (("plain", "HF greedy", "greedy"), ("SD ngram", "HF prompt lookup", "lookup"),
+                             ("VIA-SD ngram", "HF prompt lookup (target 1.2x, <= 1% words)", "lookup")):
+        value = med.get(key, {}).get(col)
+        goal = 1.2 if key == "VIA-SD ngram" else 1.0
+        if value is not None:
+            verdict = "met" if value >= goal else f"MISSED by {goal - value:.2f}"
+            lines.append(f"  {key} vs {anchor}: {value:.2f}x -> {verdict}")
+    errors = [abs(r.predicted / r.ratios["plain"] - 1) for r in rows
+              if r.trace is not None and r.method != "plain" and r.predicted and r.ratios.get("plain")]
+    if errors:
+        worst = max(errors)
+        lines.append(f"\nprofile prediction vs measured speed-up over our plain: median error "
+                     f"{statistics.median(errors):.0%}, worst {worst:.0%} over {len(errors)} runs "
+                     f"({'within' if statistics.median(errors) <= 0.15 else 'OUTSIDE'} the 15 % target)")
+    return lines
+
+
+def call_shape(rows: list[Row], costs: CostModel) -> list[str]:
+    """Does the profile's law have the right shape on this run's own passes? Measured / predicted time per
+    kind of call, relative to one-token full passes (1.00 everywhere = the law prices calls in the right
+    proportions, whatever the machine's load did to absolute times)."""
+    if costs.profile.kind != "measured" or costs.profile_note:
+        return []
+    buckets: dict[str, list[float]] = {}
+    for row in rows:
+        if row.trace is None:
+            continue
+        for round_ in row.trace.rounds:
+            for c in round_.calls:
+                if c.from_memo or c.wall_s <= 0 or (row.drafter == "model" and c.role == "drafter"):
+                    continue
+                size = "1 token" if c.tokens_processed == 1 else "2-16" if c.tokens_processed <= 16 else ">16"
+                predicted = costs.costs(costs.verifier).time(c.layers, c.tokens_processed)
+                buckets.setdefault(f"{c.role} {size}", []).append(c.wall_s / predicted)
+    base = statistics.median(buckets.get("full 1 token", [1.0]))
+    cells = [f"{k} {statistics.median(v) / base:.2f} (n={len(v)})" for k, v in sorted(buckets.items())]
+    return ["\nprofile shape on this run's passes (measured/predicted, relative to full 1-token passes; "
+            f"those ran {base:.2f}x the profile's time):", "  " + "; ".join(cells)]
+
+
+def explanations(rows: list[Row], costs: CostModel) -> list[str]:
+    from core.breakeven import explain
+
+    lines = ["\nwhy (first prompt, core.breakeven, priced by the profile):"]
+    first = rows[0].prompt
+    for row in rows:
+        if row.prompt == first and row.trace is not None and row.method != "plain":
+            lines.append(f"  {row.key}: {explain(row.trace, costs)}")
+    return lines
+
+
+def default_families() -> str:
+    from examples import FAMILIES
+
+    return "grounded" if "grounded" in FAMILIES else "summarisation,code"
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default=EMBEDDED_ID)
+    p.add_argument("--drafter-model", help="a separate drafter (same tokenizer): adds HF assisted and drafter 'model'")
+    p.add_argument("--device")
+    p.add_argument("--dtype", choices=["float32", "bfloat16", "float16"])
+    p.add_argument("--families", help="example families (default: grounded)")
+    p.add_argument("--per-family", type=int, default=12)
+    p.add_argument("--max-new-tokens", type=int, default=96)
+    p.add_argument("--drafters", default="ngram,self", help="comma list of self, ngram, model")
+    p.add_argument("--gamma", type=int, default=DecodeConfig.gamma, help="draft length for model drafters")
+    p.add_argument("--lookup-tokens", type=int, default=10,
+                   help="prompt lookup: HF prompt_lookup_num_tokens and our gamma with drafter ngram")
+    p.add_argument("--tau-accept", type=float, default=DecodeConfig.tau_accept)
+    p.add_argument("--tau-slim", type=float, default=DecodeConfig.tau_slim)
+    p.add_argument("--profile", help="cost profile for the pred. column: a name in core/profiles, a JSON file, or "
+                   "'measure' to time passes first in this process (default: this device's shipped profile)")
+    p.add_argument("--threads", type=int, help="torch CPU threads")
+    p.add_argument("--repeats", type=int, default=1, help="runs per method and prompt; the median-time run is kept")
+    p.add_argument("--quick", action="store_true", help="CI size: 2 prompts, 32 new tokens")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.per_family, args.max_new_tokens = 2, 32
+    args.drafters = [d for d in args.drafters.split(",") if d]
+    if args.drafter_model and "model" not in args.drafters:
+        args.drafters.append("model")
+    return args
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--model", default=EMBEDDED_ID)
-    parser.add_argument("--families", default="chat,code,math,summarisation")
-    parser.add_argument("--per-family", type=int, default=2)
-    parser.add_argument("--max-new-tokens", type=int, default=64)
-    parser.add_argument("--drafters", default="self,ngram")
-    parser.add_argument("--tau-accept", type=float, default=DecodeConfig.tau_accept)
-    parser.add_argument("--tau-slim", type=float, default=DecodeConfig.tau_slim)
-    parser.add_argument("--gamma", type=int, default=DecodeConfig.gamma)
-    args = parser.parse_args(argv)
+    args = parse(argv)
+    from transformers.utils import logging as hf_logging
+
     from examples import load_prompts
 
-    bundle = load_bundle(args.model)
-    print(f"model {args.model} on {bundle.verifier.device} ({bundle.verifier.dtype}); "
-          f"tau_accept={args.tau_accept} tau_slim={args.tau_slim} gamma={args.gamma} "
-          f"max_new_tokens={args.max_new_tokens}")
-    header = (f"{'prompt':17}{'drafter':8}{'mode':6}{'tok/s':>8}{'meas. x':>9}{'model. x':>10}"
-              f"{'reject':>8}{'acc.len':>8}{'full/tok':>9}{'agree':>7}{'same':>6}")
-    print(header)
-    print("-" * len(header))
-    summary: dict[tuple[str, str], list[float]] = {}
-    for family in args.families.split(","):
-        for prompt in load_prompts(family)[: args.per_family]:
-            for drafter in args.drafters.split(","):
-                config = DecodeConfig(drafter=drafter, gamma=args.gamma, tau_accept=args.tau_accept,
-                                      tau_slim=args.tau_slim, max_new_tokens=args.max_new_tokens)
-                traces = compare(bundle, prompt.text, config, replay=False)
-                for mode, trace in traces.items():
-                    if mode == "plain" and drafter != args.drafters.split(",")[0]:
-                        continue
-                    m = summarize(trace)
-                    measured = measured_speedup(trace, traces["plain"]) or 0.0
-                    summary.setdefault((drafter if mode != "plain" else "-", mode), []).append(measured)
-                    print(f"{family + ' ' + str(prompt.index + 1):17}{drafter if mode != 'plain' else '-':8}"
-                          f"{mode:6}{m['tokens_per_s']:8.1f}{measured:8.2f}x{m['modelled_speedup']:9.2f}x"
-                          f"{m['rejection_rate']:8.2f}{m['mean_accepted_length']:8.2f}"
-                          f"{m['full_calls_per_token']:9.2f}{m['full_agreement']:7.2f}"
-                          f"{'yes' if m['identical_to_full'] else 'no':>6}", flush=True)
-    print("\nmedian measured speed-up over plain (this machine):")
-    for (drafter, mode), values in summary.items():
-        print(f"  {mode:6}{drafter:8}{statistics.median(values):.2f}x over {len(values)} prompts")
-    print("meas. x = wall clock, side by side in this run; model. x = accelerator cost model (core/cost.py)")
+    hf_logging.set_verbosity_error()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    bundle = load_bundle(args.model, args.drafter_model, args.device, args.dtype)
+    if "model" in args.drafters and bundle.drafter is None:
+        args.drafters.remove("model")
+    device = bundle.verifier.device
+    if args.profile == "measure":  # time the passes now, in this process, under this machine's current load
+        profile = measure_profile(bundle, f"{device.type}-measured-now", repeats=3)
+    else:
+        profile = device_profile(device, args.profile)
+    costs = CostModel(bundle.verifier.model, profile)
+    accelerator = CostModel(bundle.verifier.model)
+    families = (args.families or default_families()).split(",")
+    prompts = [p for f in families for p in load_prompts(f)[: args.per_family]]
+    load = f"; load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
+    print(f"{args.model} on {machine_description(device)} ({str(bundle.verifier.dtype).replace('torch.', '')}); "
+          f"{', '.join(f'{k} {v}' for k, v in versions().items())}{load}")
+    print(f"{len(prompts)} prompts ({', '.join(families)}), {args.max_new_tokens} new tokens, greedy, "
+          f"median of {args.repeats} interleaved run(s) per method; "
+          f"tau_accept {args.tau_accept} tau_slim {args.tau_slim}; gamma {args.gamma} (model drafters), "
+          f"{args.lookup_tokens} (prompt lookup)")
+    print(f"pred. x: {costs.label}\naccel. x: {accelerator.label}\n")
+    warm = encode_prompt(bundle.verifier.tokenizer, prompts[0].text)
+    hf_generate(bundle, warm, 4)
+    generate(bundle, prompts[0].text, DecodeConfig(mode="plain", max_new_tokens=4), replay=False)
+    print(HEADER)
+    print("-" * len(HEADER))
+    rows: list[Row] = []
+    for i, prompt in enumerate(prompts):
+        label = f"{prompt.family} {prompt.index + 1}"
+        mine = run_prompt(bundle, prompt, label, args, costs, accelerator, flip=i % 2 == 1)
+        plain = next(r for r in mine if r.method == "plain")
+        for row in mine:
+            print(format_row(row, plain.token_ids), flush=True)
+        rows.extend(mine)
+    print("\n".join(summary(rows)))
+    print("\n".join(call_shape(rows, costs)))
+    print("\n".join(explanations(rows, costs)))
+    print("\nx HF gr. / x HF lk.: tokens/s over HF greedy / HF prompt lookup on the same prompt, same run; "
+          "meas. x: over our plain; pred. x / accel. x: speed-up over plain the cost profile predicts from the "
+          "run's calls; words: share of words differing from the full model's greedy output; expect.: "
+          "expectations met (expect. kept: prompts meeting every expectation the full model's own output meets); "
+          "same: tokens identical to our plain greedy output. A shared machine makes "
+          "wall-clock numbers noisy: compare ratios, and rerun for yours.")
 
 
 if __name__ == "__main__":

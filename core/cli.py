@@ -8,10 +8,12 @@ import sys
 
 from core.confidence import SIGNALS
 from core.config import DRAFTERS, DecodeConfig
+from core.cost import CostModel
 from core.errors import ViaSdError
 from core.limits import MAX_NEW_TOKENS
 from core.metrics import measured_speedup, summarize
 from core.models import EMBEDDED_ID, load_bundle
+from core.profile import device_profile
 from core.trace import Trace
 
 # Okabe-Ito-like ANSI 256 colours, plus a second cue (underline / bold) per tier.
@@ -85,6 +87,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--top-p", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-chat-template", action="store_true")
+    p.add_argument("--profile", help="cost profile for the 'why' line: a name in core/profiles or a JSON file "
+                   "(default: this device's shipped profile, else the modelled accelerator)")
     p.add_argument("--json", metavar="FILE", help="also write the trace(s) as JSON")
     p.add_argument("--color", choices=["auto", "always", "never"], default="auto")
     return p
@@ -103,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
             chat_template=not args.no_chat_template).validate()
         print(f"loading {args.model} ...", file=sys.stderr)
         bundle = load_bundle(args.model, args.drafter_model, args.device, args.dtype)
+        costs = CostModel(bundle.verifier.model, device_profile(bundle.verifier.device, args.profile))
         from core.sweep import compare
 
         if args.mode == "all":
@@ -122,10 +127,20 @@ def main(argv: list[str] | None = None) -> int:
     print(legend(color) + "\n")
     print(metrics_table(traces))
     print("\nmeasured = wall clock on this machine; modelled = accelerator cost model (core/cost.py)")
+    print(why_lines(costs, traces, bundle.drafter.model if bundle.drafter is not None else None))
     if args.json:
         with open(args.json, "w") as handle:
             handle.write("[" + ",\n".join(t.to_json() for t in traces.values()) + "]")
     return 0
+
+
+def why_lines(costs: CostModel, traces: dict[str, Trace], drafter: object | None = None) -> str:
+    """One generated sentence per run saying what made it fast or slow (core.breakeven)."""
+    from core.breakeven import explain
+
+    lines = [f"\nwhy (cost profile: {costs.label}):"]
+    lines += [f"  {name}: {explain(trace, costs, drafter)}" for name, trace in traces.items()]
+    return "\n".join(lines)
 
 
 def _example(spec: str) -> str:

@@ -5,8 +5,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 
 from core.confidence import SIGNALS
-from core.errors import ConfigError
+from core.errors import ConfigError, shown
 from core.limits import MAX_GAMMA, MAX_NEW_TOKENS
+
+MIN_TEMPERATURE = 0.01
+"""Below this, logits / temperature overflow to inf and probabilities become NaN."""
+MIN_TOP_P = 1e-6
+"""top_p must keep at least a sliver of probability mass."""
 
 MODES = {
     "plain": "autoregressive decoding with the full model, one token per pass",
@@ -70,41 +75,45 @@ class DecodeConfig:
         return asdict(self)
 
     def validate(self) -> DecodeConfig:
-        """Raise ConfigError with one clear sentence for the first bad setting."""
-        if self.mode not in MODES:
-            raise ConfigError(f"mode must be one of {', '.join(MODES)}, not '{self.mode}'")
-        if self.drafter not in DRAFTERS:
-            raise ConfigError(f"drafter must be one of {', '.join(DRAFTERS)}, not '{self.drafter}'")
-        for name in ("tau_accept", "tau_slim"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-                raise ConfigError(f"{name} must be within [0, 1], got {value}")
+        """Raise ConfigError with one clear sentence for the first bad setting (of any type)."""
+        self._choice("mode", MODES)
+        self._choice("drafter", DRAFTERS)
+        self._number("tau_accept", 0.0, 1.0)
+        self._number("tau_slim", 0.0, 1.0)
         if self.tau_slim > self.tau_accept:
             raise ConfigError(
                 f"thresholds out of order: tau_slim ({self.tau_slim}) must not exceed tau_accept "
                 f"({self.tau_accept}); accepting with no verifier should need the most confidence"
             )
-        if not isinstance(self.gamma, int) or not 1 <= self.gamma <= MAX_GAMMA:
-            raise ConfigError(f"gamma (draft length) must be an integer from 1 to {MAX_GAMMA}, got {self.gamma}")
-        if not isinstance(self.max_new_tokens, int) or not 1 <= self.max_new_tokens <= MAX_NEW_TOKENS:
-            raise ConfigError(f"max_new_tokens must be from 1 to {MAX_NEW_TOKENS}, got {self.max_new_tokens}")
-        for name in ("draft_signal", "slim_signal"):
-            if getattr(self, name) not in SIGNALS:
-                raise ConfigError(f"{name} must be one of {', '.join(SIGNALS)}, not '{getattr(self, name)}'")
-        if not 0.0 <= self.temperature <= 5.0:
-            raise ConfigError(f"temperature must be within [0, 5] (0 means greedy), got {self.temperature}")
-        if not 0.0 < self.top_p <= 1.0:
-            raise ConfigError(f"top_p must be within (0, 1], got {self.top_p}")
-        if not isinstance(self.seed, int) or not 0 <= self.seed < 2**63:
-            raise ConfigError(f"seed must be a whole number from 0 to 2**63 - 1, got {self.seed}")
+        self._whole("gamma", 1, MAX_GAMMA, "gamma (draft length)")
+        self._whole("max_new_tokens", 1, MAX_NEW_TOKENS)
+        self._choice("draft_signal", SIGNALS)
+        self._choice("slim_signal", SIGNALS)
+        self._number("temperature", 0.0, 5.0)
+        if 0.0 < self.temperature < MIN_TEMPERATURE:
+            raise ConfigError(f"temperature must be 0 (greedy) or at least {MIN_TEMPERATURE}, got {self.temperature}")
+        self._number("top_p", MIN_TOP_P, 1.0)
+        self._whole("seed", 0, 2**63 - 1)
         if not isinstance(self.verify_rule, str) or not self.verify_rule:
-            raise ConfigError(f"verify_rule must be a rule name such as 'exact', got {self.verify_rule!r}")
-        for name in ("verify_alpha", "draft_stop_below"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0e6:
-                raise ConfigError(f"{name} must be a number >= 0, got {value}")
-        if not 0.0 <= self.draft_stop_below <= 1.0:
-            raise ConfigError(f"draft_stop_below must be within [0, 1], got {self.draft_stop_below}")
-        if not 1 <= self.ngram_size <= 8:
-            raise ConfigError(f"ngram_size must be from 1 to 8, got {self.ngram_size}")
+            raise ConfigError(f"verify_rule must be a rule name such as 'exact', got {shown(self.verify_rule)}")
+        self._number("verify_alpha", -1.0e6, 1.0e6)
+        self._number("draft_stop_below", 0.0, 1.0)
+        self._whole("ngram_size", 1, 8)
+        if not isinstance(self.chat_template, bool):
+            raise ConfigError(f"chat_template must be true or false, got {shown(self.chat_template)}")
         return self
+
+    def _choice(self, name: str, options: dict) -> None:
+        value = getattr(self, name)
+        if not isinstance(value, str) or value not in options:
+            raise ConfigError(f"{name} must be one of {', '.join(options)}, not {shown(value)!r}")
+
+    def _number(self, name: str, low: float, high: float) -> None:
+        value = getattr(self, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+            raise ConfigError(f"{name} must be within [{low:g}, {high:g}], got {shown(value)}")
+
+    def _whole(self, name: str, low: int, high: int, label: str = "") -> None:
+        value = getattr(self, name)
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise ConfigError(f"{label or name} must be a whole number from {low} to {high}, got {shown(value)}")

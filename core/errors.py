@@ -1,6 +1,14 @@
 """Typed errors: every bad input surfaces as one of these, with a one-line message a user can act on."""
 
 
+def shown(value: object, limit: int = 60) -> str:
+    """A user-supplied value made safe for a one-line message: control characters escaped, cut to `limit`."""
+    text = str(value)
+    if not text.isprintable():
+        text = text.encode("unicode_escape").decode("ascii")
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 class ViaSdError(Exception):
     """Base class for every error this project raises on purpose."""
 
@@ -23,3 +31,11 @@ class TokenizerMismatchError(ViaSdError, ValueError):
 
 class RoutingError(ViaSdError, ValueError):
     """A layer route names layers the model does not have, or drops a layer the KV cache relies on."""
+
+
+class ProfileError(ViaSdError, ValueError):
+    """A cost profile is missing, unreadable, or cannot be fitted from the passes measured."""
+
+
+class ModelPolicyError(ModelLoadError):
+    """A model was refused before download: too large for this demo's limits, or not on its allow-list."""

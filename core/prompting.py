@@ -12,6 +12,11 @@ def encode_prompt(tokenizer: object, prompt: str, chat_template: bool = True) ->
         raise PromptError("the prompt is empty: type something or pick an example")
     if len(prompt) > MAX_PROMPT_CHARS:
         raise PromptError(f"the prompt has {len(prompt):,} characters; the limit is {MAX_PROMPT_CHARS:,}")
+    try:
+        prompt.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise PromptError(f"the prompt holds a character that is not valid text at position {exc.start} "
+                          "(a lone UTF-16 surrogate): remove it and try again") from None
     if chat_template and getattr(tokenizer, "chat_template", None):
         ids = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
                                             tokenize=True, return_dict=False)

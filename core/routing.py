@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import operator
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
 
-from core.errors import RoutingError
+from core.errors import RoutingError, shown
 
 _ACTIVE: contextvars.ContextVar[frozenset[int] | None] = contextvars.ContextVar("active_route", default=None)
 
@@ -118,26 +119,35 @@ def resolve_route(spec: str | tuple[int, ...] | list[int] | LayerRoute, config: 
             skip = set(range(round(n * int(spec.rsplit("-", 1)[1]) / 100), n))
         layers = set(range(n)) - skip
     elif isinstance(spec, str) and spec.startswith("layers:"):
-        layers, name = _parse_layers(spec[len("layers:"):]), "custom"
+        layers, name = _parse_layers(spec[len("layers:"):], n), "custom"
     elif isinstance(spec, (tuple, list)):
-        layers, name = {int(i) for i in spec}, "custom"
+        try:
+            layers, name = {operator.index(i) for i in spec}, "custom"
+        except TypeError:
+            raise RoutingError(f"a layer list holds whole layer numbers, not {shown(spec)}") from None
     else:
-        raise RoutingError(f"unknown route '{spec}': use one of {', '.join(PRESETS)} or 'layers:0-3,8'")
+        raise RoutingError(f"unknown route '{shown(spec)}': use one of {', '.join(PRESETS)} or 'layers:0-3,8'")
     bad = sorted(i for i in layers if not 0 <= i < n)
     if bad:
-        raise RoutingError(f"route names layers {bad} but the model has layers 0-{n - 1}")
+        listed = ", ".join(map(str, bad[:5])) + (", …" if len(bad) > 5 else "")
+        raise RoutingError(f"route names layers {listed} but the model has layers 0-{n - 1}")
     layers |= protected_layers(text_config)
     return LayerRoute(layers=tuple(sorted(layers)), num_layers=n, name=name)
 
 
-def _parse_layers(text: str) -> set[int]:
+def _parse_layers(text: str, num_layers: int) -> set[int]:
+    """'0-3,8' -> {0, 1, 2, 3, 8}; bounds are checked before a range is expanded (no 'layers:0-10**11')."""
     layers: set[int] = set()
     try:
         for part in filter(None, (p.strip() for p in text.split(","))):
             lo, _, hi = part.partition("-")
-            layers.update(range(int(lo), int(hi or lo) + 1))
+            first, last = int(lo), int(hi or lo)
+            if not 0 <= first <= last < num_layers:
+                raise RoutingError(f"route names layers {shown(part, 40)} but the model has layers "
+                                   f"0-{num_layers - 1}")
+            layers.update(range(first, last + 1))
     except ValueError:
-        raise RoutingError(f"cannot read layer list '{text}': write it like 'layers:0-3,8,10-12'") from None
+        raise RoutingError(f"cannot read layer list '{shown(text)}': write it like 'layers:0-3,8,10-12'") from None
     return layers
 
 

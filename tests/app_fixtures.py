@@ -2,6 +2,7 @@
 
 Kept out of conftest.py so the core tests' fixtures and these never clash; test modules import the
 *_fixture functions (pytest registers them under their `name`, so tests ask for app_url / app_client).
+`SETTINGS` is the positional argument list of the public endpoints, built from `app.settings.Settings`.
 """
 
 from __future__ import annotations
@@ -14,9 +15,18 @@ import pytest
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
+from app.settings import Settings  # noqa: E402  (after the analytics default)
+
 PROMPT = "Explain photosynthesis in two sentences."
-# (mode, drafter, draft_route, slim_route, gamma, max_new_tokens, sampling, temperature, top_p, seed, tau_a, tau_s)
-SETTINGS = ["via", "self", "skip-middle-50", "skip-middle-25", 3, 16, False, 0.8, 0.95, 0, 0.5, 0.3]
+TEST_SETTINGS = Settings(prompt=PROMPT, mode="via", drafter="self", draft_route="skip-middle-50",
+                         slim_route="skip-middle-25", gamma=3, max_new_tokens=16, tau_accept=0.5, tau_slim=0.3)
+SETTINGS = TEST_SETTINGS.as_list()[1:]
+"""(mode, drafter, draft_route, slim_route, gamma, max_new_tokens, sampling, temperature, top_p, seed, tau_a, tau_s)"""
+
+
+def by_name(result: tuple | list, names: tuple[str, ...]) -> dict:
+    """A gradio_client result keyed by output name (names from the tab module, e.g. generate.OUTPUTS)."""
+    return dict(zip(names, result, strict=False))
 
 
 def _free_port() -> int:

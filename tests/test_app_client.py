@@ -53,7 +53,8 @@ def _check_main(result: tuple, expect_tokens: int | None = None) -> tuple[list[d
 def test_generate_streams_coloured_tokens(app_client: object) -> None:
     job = app_client.submit(PROMPT, *SETTINGS, api_name="/generate")
     result = job.result(timeout=600)
-    spans, metrics = _check_main(result, expect_tokens=16)
+    spans, metrics = _check_main(result[:8], expect_tokens=16)
+    assert 'data-metric="modelled_speedup"' in result[8]  # the headline beside the sliders
     assert "Done" in result[1]
     assert "title=" in result[0]  # hover tooltips
     assert len(job.outputs()) >= 2, "the run should stream partial results"
@@ -99,19 +100,22 @@ def test_compare_marks_differences(app_client: object) -> None:
     assert "viasd-compare-plain" in plain and 'data-differs="0"' in plain
     assert 'data-differs="0"' in sd  # greedy classic SD reproduces the full model exactly
     assert "viasd-compare-via" in via and "NOT meaningful" in status
+    assert "τ_accept 0.5, τ_slim 0.3" in via  # the thresholds VIA-SD used, in words
     df = pd.DataFrame(table["data"], columns=table["headers"])
-    assert list(df["mode"]) == ["plain", "sd", "via"]
-    assert df.loc[0, "speed-up (modelled accelerator)"] == pytest.approx(1.0)
-    assert bool(df.loc[1, "identical to full"]) is True
+    assert list(df["mode"]) == ["Plain", "Classic SD", "VIA-SD (τa 0.5, τs 0.3)"]
+    assert df.loc[0, "speed-up (modelled)"] == pytest.approx(1.0)
+    assert bool(df.loc[1, "same text"]) is True
 
 
 def test_threshold_grid(app_client: object) -> None:
     plot, grid, status, *_ = app_client.predict(PROMPT, *SETTINGS, "0.5, 1.0", api_name="/grid")
     df = pd.DataFrame(grid["data"], columns=grid["headers"])
-    assert sorted(zip(df["tau_accept"], df["tau_slim"], strict=True)) == [(0.5, 0.5), (1.0, 0.5), (1.0, 1.0)]
+    # the sliders' pair (0.5, 0.3) is always added, so its star is always drawn
+    assert sorted(zip(df["tau_accept"], df["tau_slim"], strict=True)) == [
+        (0.3, 0.3), (0.5, 0.3), (0.5, 0.5), (1.0, 0.3), (1.0, 0.5), (1.0, 1.0)]
     assert (df["modelled_speedup"] > 0).all() and df["full_agreement"].between(0, 1).all()
     names = [t.get("name") for t in json.loads(plot["plot"])["data"]]
-    assert "threshold pair" in names
+    assert "threshold pair" in names and "current sliders" in names
     bad = app_client.predict(PROMPT, *SETTINGS, "0.5, banana", api_name="/grid")
     assert "cannot read threshold values" in bad[2]
 
@@ -122,11 +126,16 @@ def test_walkthrough_loads_and_explains(app_client: object) -> None:
     walks = load_walkthroughs()
     assert len(walks) >= 2
     title = next(w["title"] for w in walks if w["config"].get("drafter") == "ngram")  # the cheaper one
-    intro, slider, tokens, table, caption = app_client.predict(title, api_name="/walkthrough")
-    assert title in intro and "Talking points" in intro
-    assert _spans(tokens), "walkthrough text should be coloured"
-    assert "Round 1 of" in caption and "passes" in caption
-    assert "<table>" in table
+    from app.tabs.classroom import OUTPUTS
+
+    out = dict(zip([n for n in OUTPUTS if n != "trace"], app_client.predict(title, False, api_name="/walkthrough"),
+                   strict=True))  # a State is not sent to API callers
+    assert title in out["heading"] and "Talking points" in out["notes"] and "Ran on" in out["notes"]
+    spans = _spans(out["tokens"])
+    assert spans, "walkthrough text should be coloured"
+    assert {s["round"] for s in spans} == {0}, "later rounds stay hidden until reached"
+    assert "Round 1 of" in out["caption"] and "passes" in out["caption"] and "data-reason=" in out["caption"]
+    assert "<table>" in out["round_table"]
 
 
 def test_models_can_be_switched_per_session_and_bad_ids_leave_the_app_working(app_url: str, tmp_path) -> None:
@@ -154,8 +163,8 @@ def test_models_can_be_switched_per_session_and_bad_ids_leave_the_app_working(ap
 
 
 def test_neighbouring_threshold_pairs_are_prefetched_so_a_one_notch_drag_computes_nothing(app_client: object) -> None:
-    from app import session
     from app.prefetch import PREFETCHER, neighbour_pairs
+    from app.session import SESSIONS
 
     assert neighbour_pairs(0.5, 0.3)[:4] == [(0.45, 0.3), (0.5, 0.25), (0.5, 0.35), (0.55, 0.3)]
     assert all(0.0 <= s <= a <= 1.0 for a, s in neighbour_pairs(0.05, 0.05))
@@ -163,7 +172,7 @@ def test_neighbouring_threshold_pairs_are_prefetched_so_a_one_notch_drag_compute
     app_client.predict(PROMPT, *settings, api_name="/generate")
     PREFETCHER.wait()
     assert (0.5, 0.3) in PREFETCHER.done
-    memo = session.get_bundle().memo
+    memo = SESSIONS.default_bundle().memo
     misses = memo.misses
     result = app_client.predict(PROMPT, *SETTINGS[:-2] + [0.5, 0.3], api_name="/reroute")
     assert "Re-routed" in result[1]
@@ -183,3 +192,100 @@ def test_two_visitors_at_once_both_get_their_own_complete_run(app_url: str) -> N
     spans_b, metrics_b = _check_main(result_b[:8], expect_tokens=16)
     assert {s["tier"] for s in spans_b} == {3} and metrics_b["identical_to_full"] is True
     assert "15 percent" not in result_b[0] and result_a[0] != result_b[0]
+
+
+# -- pieces that need no model --------------------------------------------------------------------------------------
+
+
+def test_settings_follow_the_api_order_and_give_friendly_errors() -> None:
+    from app_fixtures import TEST_SETTINGS
+
+    from app.settings import Settings
+    from core.errors import ConfigError
+
+    assert Settings.names()[0] == "prompt" and Settings.names()[-2:] == ["tau_accept", "tau_slim"]
+    assert Settings.from_values(**dict(zip(Settings.names(), TEST_SETTINGS.as_list(), strict=True))) == TEST_SETTINGS
+    config = TEST_SETTINGS.with_(sampling=True, temperature=0.7).config()
+    assert config.temperature == 0.7 and TEST_SETTINGS.config().temperature == 0.0  # greedy unless sampling
+    with pytest.raises(ConfigError, match="τ_accept must be between 0 and 1"):
+        TEST_SETTINGS.with_(tau_accept=1.7).config()
+    with pytest.raises(ConfigError, match="out of order"):
+        TEST_SETTINGS.with_(tau_accept=0.2, tau_slim=0.4).config()
+
+
+def test_error_decorator_turns_typed_errors_into_one_status_line() -> None:
+    from app.guard import reports_errors
+    from core.errors import ConfigError
+
+    @reports_errors("status", suffix=" (kept)")
+    def stream(fail: bool):
+        yield {"tokens": "a", "status": "running"}
+        if fail:
+            raise ConfigError("bad value")
+        yield {"status": "done"}
+
+    assert list(stream(False))[-1] == {"status": "done"}
+    assert list(stream(True))[-1] == {"status": "⚠ **bad value** (kept)"}
+
+    @reports_errors("status")
+    def broken() -> dict:
+        raise RuntimeError("boom")
+
+    assert broken() == {"status": "⚠ **internal error: RuntimeError: boom**"}
+
+
+def test_sessions_tell_a_visitor_whose_models_were_evicted() -> None:
+    from types import SimpleNamespace
+
+    from app.session import MAX_EXTRA_BUNDLES, ModelsEvictedError, Sessions
+
+    loads = []
+
+    def loader(verifier: str = "embedded", drafter: str | None = None) -> object:
+        loads.append(verifier)
+        return SimpleNamespace(verifier=SimpleNamespace(name=verifier), drafter=None)
+
+    sessions = Sessions(loader)
+    assert sessions.choose("a", "org/first", "").verifier.name == "org/first"
+    for i in range(MAX_EXTRA_BUNDLES):
+        sessions.choose(f"other{i}", f"org/model{i}", "")
+    with pytest.raises(ModelsEvictedError, match="org/first.*unloaded to make room"):
+        sessions.bundle("a")
+    assert sessions.bundle("other0").verifier.name == "org/model0"  # still loaded
+    sessions.choose("a", "", "")  # back to the embedded model on purpose
+    assert sessions.bundle("a").verifier.name == "embedded"
+    stop = sessions.start_job("a")
+    sessions.request_stop("a")
+    assert stop() and not sessions.start_job("a")()
+
+
+def _trace(words: list[str], stop: str = "eos") -> object:
+    from core.trace import TokenRecord, Trace
+
+    tokens = [TokenRecord(position=i, token_id=abs(hash(w)) % 10**6, text=w, round=i, tier=3, outcome="full-accepted",
+                          reason="not-confident", verdict="argmax") for i, w in enumerate(words)]
+    return Trace(prompt="p", prompt_token_count=1, config={}, models={}, tokens=tokens, stop_reason=stop)
+
+
+def test_diff_marks_deletions_substitutions_and_insertions_but_not_end_tokens() -> None:
+    from app.diff import diff_html
+
+    words = [" plants", " make", " sugar", " and", " oxygen", ".", "<|im_end|>"]
+    reference = _trace(words)
+    same = diff_html(_trace(words[:-1]), reference, "x")  # no end token: still identical (it is not a word)
+    assert 'data-differs="0"' in same and "<|im_end|>" not in same and "im_end" not in same
+    dropped = diff_html(_trace([" plants", " make", " sugar", ".", "<|im_end|>"]), reference, "x")
+    assert 'data-dropped="2"' in dropped and "<del class=\"diff\"" in dropped and " and oxygen" in dropped
+    assert "■ end" in dropped  # the end token is a small marker, not text
+    swapped = diff_html(_trace([" plants", " make", " starch", " and", " oxygen", ".", " Yes"]), reference, "x")
+    assert 'data-replaced="1"' in swapped and 'data-added="1"' in swapped and "<mark" in swapped
+
+
+def test_rerouted_text_keeps_the_old_tail_on_screen_until_replaced() -> None:
+    from app.render import tokens_html
+
+    old = _trace([" a", " b", " c", " d"])
+    new = _trace([" a", " x"], stop="running")
+    html = tokens_html(new, pending=old)
+    assert 'data-tokens="2"' in html and 'data-pending="2"' in html and " c d" in html
+    assert 'data-pending="0"' in tokens_html(_trace([" a", " x"], stop="eos"), pending=old)  # finished: no tail

@@ -1,0 +1,107 @@
+"""One generation for the Generate tab, as a stream of updates keyed by output name.
+
+Knows nothing about widgets: it yields dicts like `{"tokens": html, "status": line}` and the tab
+maps names to components. `app.live_benchmark` drives the same stream without a browser.
+While tokens stream only the text and the status are sent; metrics, charts and files go once,
+at the end (re-sending figures on every step is what made re-routing slow).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from app import cards, charts, render
+from app.prefetch import PREFETCHER
+from app.session import SESSIONS
+from app.settings import Settings
+from core import attach_fidelity, iter_generate, summarize
+from core.trace import Trace
+
+STREAM_EVERY_S = 0.25
+"""Minimum time between streamed updates: a replay produces rounds far faster than a browser repaints."""
+
+Update = dict[str, Any]
+
+
+def export_files(trace: Trace) -> list[str]:
+    """Write the trace as tokens CSV, rounds CSV and JSON into a fresh temp folder; return the paths."""
+    folder = Path(tempfile.mkdtemp(prefix="viasd-trace-"))
+    stem = f"viasd_{trace.config.get('mode', 'run')}_{time.strftime('%Y%m%d-%H%M%S')}"
+    paths = [folder / f"{stem}_tokens.csv", folder / f"{stem}_rounds.csv", folder / f"{stem}.json"]
+    trace.to_dataframe().to_csv(paths[0], index=False)
+    trace.rounds_dataframe().to_csv(paths[1], index=False)
+    paths[2].write_text(trace.to_json())
+    return [str(p) for p in paths]
+
+
+def status_line(trace: Trace, phase: str) -> str:
+    """The status bar for a finished (or stopped) run: short, so the text stays above the fold."""
+    m = summarize(trace)
+    info = trace.models
+    timing = "measured wall clock" if m["timing_complete"] else "replayed from memo (wall clock not meaningful)"
+    return (f"**{phase}** · {m['tokens']} tokens in {m['rounds']} rounds · {timing} · "
+            f"<span title=\"{info.get('num_layers')} layers · {info.get('dtype')} on {info.get('device')} · "
+            f"drafter: {info.get('drafter')}\">{info['verifier']}</span>")
+
+def final_update(trace: Trace, settings: Settings, phase: str) -> Update:
+    """Every Generate-tab output for a finished trace."""
+    config = settings.config()
+    metrics = summarize(trace)
+    return {"tokens": render.tokens_html(trace), "status": status_line(trace, phase),
+            "legend": render.legend_html(trace), "metrics": cards.metrics_html(metrics, trace),
+            "metrics_json": json.loads(json.dumps(metrics, default=str)),
+            "conf_plot": charts.confidence_figure(trace, config.tau_accept, config.tau_slim),
+            "timeline_plot": charts.timeline_figure(trace), "files": export_files(trace), "trace": trace,
+            "headline": cards.headline_html(metrics, trace)}
+
+
+def run(settings: Settings, session: str, *, replay: bool, phase: str = "",
+        previous: Trace | None = None) -> Iterator[Update]:
+    """Generate, streaming the coloured text each round; fidelity and charts at the end.
+
+    With `previous` (a re-route), the part of the old text not yet re-decided stays on screen,
+    faded, so the text never collapses while the new routing streams in.
+    """
+    config = settings.config()
+    started = time.perf_counter()
+    if not SESSIONS.is_loaded():
+        yield {"status": "… Loading the model (first use only, a few seconds)…"}
+    bundle = SESSIONS.bundle(session)
+    label = "Running" if replay else "Running every pass for real (honest timing)"
+    trace, last = None, 0.0
+    with SESSIONS.job(session) as should_stop, PREFETCHER.foreground():
+        for trace in iter_generate(bundle, settings.prompt, config, replay=replay, should_stop=should_stop):
+            if time.perf_counter() - last < STREAM_EVERY_S:
+                continue
+            last = time.perf_counter()
+            progress = f"{label}: {len(trace.tokens)}/{config.max_new_tokens} tokens, round {len(trace.rounds)}…"
+            yield {"tokens": render.tokens_html(trace, pending=previous), "status": f"… {progress}",
+                   "headline": cards.headline_html(summarize(trace), progress=progress)}
+        if trace is None:
+            return
+        stopped = cards.is_partial(trace)
+        if not stopped:
+            yield {"status": "… Measuring fidelity against the full model…",
+                   "headline": cards.headline_html(summarize(trace), progress="Measuring fidelity…")}
+            attach_fidelity(bundle, trace)
+    if stopped:
+        phase = f"Stopped early: partial result ({trace.stop_reason})"
+    elif not phase:
+        phase = "Done" if replay else "Done (real timing)"
+    yield final_update(trace, settings, phase.format(seconds=time.perf_counter() - started))
+    if not stopped:
+        PREFETCHER.schedule(bundle, settings.prompt, config)
+
+def drain(updates: Iterator[Update], on_update: Callable[[Update], None] | None = None) -> Update:
+    """Consume a stream, merging its updates into one dict (benchmarks and tests)."""
+    merged: Update = {}
+    for update in updates:
+        merged.update(update)
+        if on_update is not None:
+            on_update(update)
+    return merged

@@ -1,0 +1,69 @@
+"""The app's CSS: readable in light and dark mode (WCAG AA, 4.5:1) and laid out as a cockpit.
+
+Colours come from a few variables set for light mode and again under `.dark`, the class Gradio puts
+on <body> both for `?__theme=dark` and when the browser prefers a dark scheme. Token colours are
+tints (25 % alpha) of the Okabe-Ito palette over the page background, so the text colour carries
+the contrast in both schemes, and every colour is paired with an underline style (the second cue).
+"""
+
+CSS = """
+:root {--viasd-fg: #111111; --viasd-bg: #ffffff; --viasd-muted: #474747; --viasd-border: #c4c4c4;
+  --viasd-panel: #f6f6f6; --viasd-outline: #111111;}
+.dark {--viasd-fg: #f2f2f2; --viasd-bg: #16161a; --viasd-muted: #c9c9c9; --viasd-border: #5a5a5a;
+  --viasd-panel: #222228; --viasd-outline: #f2f2f2;}
+.viasd-tokens, .viasd-tokens *, .viasd-legend, .viasd-legend *, .viasd-cards, .viasd-cards *, .viasd-headline,
+.viasd-headline *, .viasd-round, .viasd-round * {color: var(--viasd-fg);}
+.viasd-tokens {font-size: 1.2rem; line-height: 2.1; white-space: pre-wrap; word-break: break-word;
+  background: var(--viasd-bg); padding: 0.6rem 0.9rem; border-radius: 8px; border: 1px solid var(--viasd-border);
+  min-height: 4rem; font-family: ui-sans-serif, system-ui, sans-serif;}
+#viasd-tokens {max-height: 19rem; overflow-y: auto;}
+.viasd-tokens .tok {border-bottom-width: 3px; padding: 0 1px; border-radius: 2px; cursor: help;}
+.viasd-tokens .tok.replaced {border-bottom-width: 5px;}
+.viasd-tokens .tok.special {font-size: 0.75rem; padding: 0 4px; border: 1px solid var(--viasd-border);
+  border-radius: 4px; vertical-align: middle; white-space: nowrap;}
+.viasd-tokens .tok.current {outline: 2px solid var(--viasd-outline); outline-offset: 1px;}
+.viasd-tokens .tok.faded {opacity: 0.35;}
+.viasd-tokens .pending {text-decoration: line-through; text-decoration-thickness: 1px;
+  border-bottom: 1px dotted var(--viasd-border); opacity: 1; color: var(--viasd-muted);}
+.viasd-tokens .placeholder {color: var(--viasd-muted); font-style: italic;}
+.viasd-tokens mark.diff, .viasd-tokens mark.diff * {background: #F0E442; color: #111111; font-weight: 700;
+  border-bottom: 3px solid #111111;}
+.viasd-tokens del.diff {background: #FFD0D0; color: #5c0000; text-decoration: line-through;
+  text-decoration-thickness: 2px; font-size: 0.95em; padding: 0 2px; border-radius: 3px;}
+.dark .viasd-tokens del.diff {background: #4a1414; color: #ffd6d6;}
+.viasd-note {font-size: 0.95rem; color: var(--viasd-muted); margin-top: 0.3rem;}
+.viasd-legend {display: flex; flex-wrap: wrap; gap: 0.2rem 0.9rem; font-size: 0.95rem;
+  background: var(--viasd-panel); padding: 0.35rem 0.7rem; border-radius: 8px; border: 1px solid var(--viasd-border);}
+.viasd-legend .item {display: inline-flex; align-items: center; gap: 0.3rem;}
+.viasd-legend .tok {border-bottom-width: 3px; padding: 0 4px; font-weight: 600;}
+.viasd-legend .tok.replaced {border-bottom-width: 5px;}
+.viasd-legend .count, .viasd-cards .note {color: var(--viasd-muted); font-size: 0.9rem;}
+.viasd-headline {display: grid; grid-template-columns: repeat(3, 1fr); gap: 0.4rem;}
+.viasd-headline .stat {border-radius: 8px; border: 2px solid var(--viasd-border); background: var(--viasd-bg);
+  padding: 0.3rem 0.5rem;}
+.viasd-headline .stat.modelled {border-color: #0072B2;}
+.viasd-headline .stat.fidelity {border-color: #009E73;}
+.viasd-headline .label {font-size: 0.85rem; color: var(--viasd-muted);}
+.viasd-headline .value {font-size: 1.45rem; font-weight: 700; font-variant-numeric: tabular-nums;}
+.viasd-headline .partial {grid-column: 1 / -1; font-weight: 700;}
+.viasd-cards {display: grid; grid-template-columns: repeat(auto-fit, minmax(15rem, 1fr)); gap: 0.8rem;}
+.viasd-card {border-radius: 8px; padding: 0.6rem 0.9rem; border: 2px solid var(--viasd-border);
+  background: var(--viasd-bg); font-size: 1.05rem;}
+.viasd-card h4 {margin: 0 0 0.3rem 0; font-size: 1.05rem;}
+.viasd-card.modelled {border-color: #0072B2;}
+.viasd-card.measured {border-color: #D55E00;}
+.viasd-card.fidelity {border-color: #009E73;}
+.viasd-card .big {font-size: 1.6rem; font-weight: 700;}
+.viasd-card table {width: 100%; border-collapse: collapse;}
+.viasd-card td {padding: 0.1rem 0.2rem;}
+.viasd-card td.v {text-align: right; font-variant-numeric: tabular-nums; font-weight: 600;}
+.viasd-round table {border-collapse: collapse; font-size: 1.1rem; background: var(--viasd-bg);}
+.viasd-round th, .viasd-round td {border: 1px solid var(--viasd-border); padding: 0.3rem 0.6rem; text-align: left;}
+.viasd-round td.tokcell {font-family: ui-monospace, monospace; white-space: pre;}
+.min_value, .max_value, .label-wrap .icon {color: var(--viasd-muted) !important;}
+button[role=tab].selected {color: #1d4ed8;}
+.dark button[role=tab].selected, .dark #viasd-files .download-link, .dark .prose a {color: #93c5fd;}
+#viasd-status {font-size: 1.0rem; min-height: 1.6rem;}
+#viasd-status p {margin: 0;}
+#viasd-compare-table table {font-size: 0.9rem;}
+"""

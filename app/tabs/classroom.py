@@ -1,0 +1,168 @@
+"""Tab 3, Classroom: a run replayed round by round, with captions to read aloud (app.classroom).
+
+Laid out for a projector: the replay controls come first, so at 1024x768 the previous / next
+buttons, the round slider and the text stay above the fold; the walkthrough's notes go below.
+Presenter mode (a body class set in the browser, no server round trip) enlarges the type and
+hides the app's header; later rounds stay hidden until reached unless the teacher shows them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+from app import classroom, render
+from app.gpu import on_gpu, seconds_for_tokens
+from app.guard import message, reports_errors
+from app.prefetch import PREFETCHER
+from app.session import SESSIONS, session_id
+from core import DecodeConfig, generate
+from core.errors import ConfigError
+from core.trace import Trace
+from examples import load_walkthroughs
+
+MODEL = {"concurrency_id": "model", "concurrency_limit": 1}
+OUTPUTS = ("heading", "round_slider", "tokens", "round_table", "caption", "trace", "notes")
+CLASS_TOKENS_ID = "viasd-class-tokens"
+PRESENTER_CLASS = "viasd-presenter"
+EMPTY = classroom.EMPTY
+
+CSS = f"""
+body.{PRESENTER_CLASS} {{--viasd-class-caption: 26px; --viasd-class-text: 28px; --viasd-class-table: 22px;
+  --viasd-class-notes: 22px; --viasd-class-button: 24px;}}
+body.{PRESENTER_CLASS} #viasd-intro {{display: none;}}
+#viasd-caption .viasd-caption {{font-size: var(--viasd-class-caption, 1.15rem); line-height: 1.45;
+  color: var(--viasd-fg, inherit);}}
+.viasd-caption ol {{margin: 0.3rem 0 0.3rem 1.4rem; padding: 0;}}
+.viasd-caption p {{margin: 0.3rem 0;}}
+#{CLASS_TOKENS_ID} {{font-size: var(--viasd-class-text, 1.2rem);}}
+#viasd-round table {{font-size: var(--viasd-class-table, 1.1rem);}}
+#viasd-classroom-heading, #viasd-classroom-notes {{font-size: var(--viasd-class-notes, 1.05rem);}}
+#viasd-prev, #viasd-next {{font-size: var(--viasd-class-button, 1rem);}}
+"""
+"""Classroom styles (added to the app's CSS in app.ui). Presenter sizes are variables set on <body>: Gradio
+also copies every rule under its container prefix, which would out-rank a plain `body.presenter x` rule."""
+
+TOGGLE_PRESENTER = f"(on) => {{ document.body.classList.toggle('{PRESENTER_CLASS}', !!on); return on; }}"
+
+
+def _walkthroughs() -> dict[str, dict]:
+    return {w["title"]: w for w in load_walkthroughs()}
+
+
+def _decoder(trace: Trace):
+    """Token-id decoder of the model that wrote `trace` (draft tokens that were thrown away have no text)."""
+    tokenizer = SESSIONS.tokenizer_for(trace.models.get("verifier", ""))
+    return lambda token_id: tokenizer.decode([token_id], skip_special_tokens=False)
+
+
+def show_round(trace: Trace | None, round_number: float, show_future: bool = False) -> dict:
+    """One round of the replay (round_number from 1): the text so far, the round's table, a caption."""
+    if trace is None or not trace.rounds:
+        return {"tokens": render.tokens_html(None, placeholder="Load a walkthrough to begin.", elem_id=CLASS_TOKENS_ID),
+                "round_table": "", "caption": f"<div class='viasd-caption'><p>{EMPTY}</p></div>"}
+    index = max(0, min(int(round_number or 1) - 1, len(trace.rounds) - 1))
+    table, caption = classroom.round_view(trace, index, _decoder(trace))
+    shown = classroom.visible_trace(trace, index, bool(show_future))
+    return {"tokens": render.tokens_html(shown, current_round=index, elem_id=CLASS_TOKENS_ID),
+            "round_table": table, "caption": caption}
+
+
+def _opened(trace: Trace, heading: str, notes: str, show_future: bool) -> dict:
+    return {"heading": heading, "notes": notes, "trace": trace,
+            "round_slider": gr.update(minimum=1, maximum=max(1, len(trace.rounds)), value=1, step=1),
+            **show_round(trace, 1, show_future)}
+
+
+def _walkthrough_seconds(title: str, *_: Any, **__: Any) -> int:
+    """GPU time to ask for (ZeroGPU): fitted to the walkthrough's token count."""
+    config = _walkthroughs().get(title, {}).get("config", {})
+    return seconds_for_tokens(int(config.get("max_new_tokens", 64)))
+
+
+@on_gpu(_walkthrough_seconds)
+def _run_walkthrough(title: str, session: str) -> Trace:
+    walkthroughs = _walkthroughs()
+    if title not in walkthroughs:
+        raise ConfigError(f"unknown walkthrough '{title}': pick one from the list")
+    config = DecodeConfig(**walkthroughs[title]["config"]).validate()
+    with PREFETCHER.foreground():  # on this visitor's models (the embedded pair unless they loaded others)
+        return generate(SESSIONS.bundle(session), walkthroughs[title]["prompt"], config, replay=True)
+
+
+@reports_errors("heading")
+def _walkthrough(title: str, session: str, show_future: bool) -> dict:
+    trace = _run_walkthrough(title, session)
+    w = _walkthroughs()[title]
+    return _opened(trace, classroom.walkthrough_heading(w), classroom.walkthrough_notes(w, trace), show_future)
+
+
+class ClassroomTab:
+    """Replay controls first (projector-friendly), then the text, the caption, the round's table, the notes."""
+
+    def __init__(self) -> None:
+        titles = list(_walkthroughs())
+        with gr.Row(equal_height=False):
+            self.walk = gr.Dropdown(titles, value=titles[0] if titles else None, label="Walkthrough", scale=4,
+                                    min_width=220, elem_id="viasd-walk-pick")
+            self.walk_btn = gr.Button("Load walkthrough", variant="primary", scale=1, min_width=130,
+                                      elem_id="viasd-walk")
+            self.last_btn = gr.Button("Use my last run", scale=1, min_width=120, elem_id="viasd-last-run")
+            with gr.Column(scale=1, min_width=170):
+                self.presenter = gr.Checkbox(False, label="Presenter mode (big type)", elem_id="viasd-presenter",
+                                             container=False)
+                self.future = gr.Checkbox(False, label="Show later rounds (faded)", elem_id="viasd-show-future",
+                                          container=False)
+        with gr.Row(equal_height=True, elem_id="viasd-replay-controls"):
+            self.prev_btn = gr.Button("◀ Previous round", scale=1, min_width=150, elem_id="viasd-prev")
+            round_slider = gr.Slider(1, 2, value=1, step=1, label="Round", scale=3, elem_id="viasd-round-slider")
+            self.next_btn = gr.Button("Next round ▶", scale=1, min_width=150, elem_id="viasd-next")
+        heading = gr.Markdown("Pick a walkthrough and press **Load**, then step through it round by round.",
+                              elem_id="viasd-classroom-heading")
+        tokens = gr.HTML(render.tokens_html(None, placeholder="Load a walkthrough to begin.", elem_id=CLASS_TOKENS_ID))
+        caption = gr.HTML(f"<div class='viasd-caption'><p>{EMPTY}</p></div>", elem_id="viasd-caption")
+        round_table = gr.HTML("")
+        gr.HTML(render.legend_html())
+        notes = gr.Markdown("", elem_id="viasd-classroom-notes")
+        self.out = {"heading": heading, "round_slider": round_slider, "tokens": tokens, "round_table": round_table,
+                    "caption": caption, "trace": gr.State(None), "notes": notes}
+        assert tuple(self.out) == OUTPUTS
+
+    def _keyed(self, update: dict[str, Any]) -> dict:
+        return {self.out[name]: value for name, value in update.items()}
+
+    def load_walkthrough(self, title: str, show_future: bool = False, request: gr.Request = None) -> dict:
+        """Run a ready walkthrough on this visitor's models (memo allowed) and show its first round."""
+        return self._keyed(_walkthrough(title, session_id(request), show_future))
+
+    def use_last_run(self, trace: Trace | None, show_future: bool = False) -> dict:
+        """Replay the last Generate-tab run in the classroom."""
+        if trace is None:
+            gr.Warning("no run yet: press Run in Generate & tune first")
+            return self._keyed({"heading": message("No run yet: press Run in Generate & tune first.")})
+        c = trace.config
+        heading = (f"**Your last run** · Prompt: {trace.prompt}\n\nMode `{c['mode']}`, τ_accept {c['tau_accept']}, "
+                   f"τ_slim {c['tau_slim']}, γ {c['gamma']}.")
+        return self._keyed(_opened(trace, heading, "", show_future))
+
+    def show(self, trace: Trace | None, round_number: float, show_future: bool = False) -> dict:
+        return self._keyed(show_round(trace, round_number, show_future))
+
+    @staticmethod
+    def step(trace: Trace | None, round_number: float, delta: int) -> float:
+        if trace is None or not trace.rounds:
+            return 1
+        return max(1, min(len(trace.rounds), int(round_number or 1) + delta))
+
+    def wire(self, last_trace: gr.State) -> None:
+        out, state, slider = list(self.out.values()), self.out["trace"], self.out["round_slider"]
+        view = [self.out[n] for n in ("tokens", "round_table", "caption")]
+        quiet = {"api_visibility": "private", "show_progress": "hidden"}
+        self.walk_btn.click(self.load_walkthrough, [self.walk, self.future], out, api_name="walkthrough", **MODEL)
+        self.last_btn.click(self.use_last_run, [last_trace, self.future], out, api_visibility="private")
+        slider.change(self.show, [state, slider, self.future], view, **quiet)
+        self.future.change(self.show, [state, slider, self.future], view, **quiet)
+        self.prev_btn.click(lambda t, r: self.step(t, r, -1), [state, slider], slider, **quiet)
+        self.next_btn.click(lambda t, r: self.step(t, r, +1), [state, slider], slider, **quiet)
+        self.presenter.change(None, self.presenter, None, js=TOGGLE_PRESENTER, queue=False, api_visibility="private")

@@ -1,0 +1,175 @@
+"""Tab 2, Compare: plain, classic SD and VIA-SD on the Generate tab's prompt, and a threshold grid.
+
+Each mode's text appears as soon as that mode finishes (plain first: it is the reference the
+others are diffed against); the table comes when all three have their fidelity measured.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+from app import charts
+from app.diff import diff_html
+from app.gpu import compare_seconds, on_gpu
+from app.guard import reports_errors
+from app.prefetch import PREFETCHER
+from app.session import SESSIONS, session_id
+from app.settings import DEFAULT, Settings
+from core import attach_fidelity, generate, summarize
+from core.errors import ConfigError
+from core.sweep import comparison_table, threshold_grid
+
+MODEL = {"concurrency_id": "model", "concurrency_limit": 1}
+DEFAULT_GRID = "0.3, 0.5, 0.7, 0.9, 1.0"
+MODES = {"plain": "Plain decoding", "sd": "Classic speculative decoding", "via": "VIA-SD (three tiers)"}
+EXPLAIN = {"plain": "the full model alone: the reference the others are compared with",
+           "sd": "every draft token checked by the full model", "via": "three tiers at the thresholds below"}
+COLUMNS = {"mode": "mode", "tokens": "tokens", "tokens/s (measured)": "tokens/s (measured)",
+           "speed-up (measured)": "speed-up (measured)", "speed-up (modelled accelerator)": "speed-up (modelled)",
+           "rejection rate": "rejection", "mean accepted length": "accepted / round",
+           "full calls/token": "full calls / token", "identical to full": "same text", "full-model agreement":
+           "agreement", "full-model NLL": "NLL"}
+COMPARE_OUTPUTS = ("plain", "sd", "via", "table", "status")
+GRID_OUTPUTS = ("tradeoff_plot", "grid_table", "grid_status", "grid")
+
+
+def mode_label(mode: str, trace: Any = None, short: bool = False) -> str:
+    """A human name for a mode; VIA-SD's says which thresholds it used (`short`: for the table)."""
+    if mode == "via" and trace is not None:
+        a, s = trace.config["tau_accept"], trace.config["tau_slim"]
+        return f"VIA-SD (τa {a:g}, τs {s:g})" if short else f"VIA-SD (τ_accept {a:g}, τ_slim {s:g})"
+    return {"plain": "Plain", "sd": "Classic SD"}.get(mode, mode) if short else MODES.get(mode, mode)
+
+
+def _text(mode: str, trace: Any, plain: Any) -> str:
+    """One mode's text, differences from plain marked; VIA-SD's says which thresholds it used."""
+    used = (f'<div class="viasd-note">{mode_label(mode, trace)} · modelled speed-up '
+            f'{summarize(trace)["modelled_speedup"]:.2f}×</div>')
+    return diff_html(trace, plain, f"viasd-compare-{mode}") + used
+
+
+def parse_values(text: str) -> list[float]:
+    """'0.3, 0.5, 1' -> [0.3, 0.5, 1.0]; raises ConfigError with a readable message."""
+    try:
+        values = sorted({round(float(v), 4) for v in text.replace(";", ",").split(",") if v.strip()})
+    except ValueError:
+        raise ConfigError(f"cannot read threshold values '{text}': write them like 0.3, 0.5, 0.9") from None
+    if not values or any(not 0.0 <= v <= 1.0 for v in values):
+        raise ConfigError("threshold values must be numbers within [0, 1], e.g. 0.3, 0.5, 0.9")
+    if len(values) > 8:
+        raise ConfigError("at most 8 threshold values (36 pairs) per grid")
+    return values
+
+
+@reports_errors("status")
+@on_gpu(compare_seconds)
+def _compare(settings: Settings, session: str, real_timing: bool):
+    config = settings.config()
+    yield {"status": "… Loading the model…" if not SESSIONS.is_loaded() else "… Running plain decoding…"}
+    bundle = SESSIONS.bundle(session)
+    should_stop = SESSIONS.start_job(session)
+    traces = {}
+    with PREFETCHER.foreground():
+        for mode in MODES:
+            trace = generate(bundle, settings.prompt, config.with_(mode=mode), replay=not real_timing,
+                             should_stop=should_stop)
+            traces[mode] = trace
+            if should_stop():
+                yield {"status": f"**Stopped** during {mode}: the modes finished so far are shown."}
+                return
+            following = [m for m in MODES if m not in traces]
+            yield {mode: _text(mode, trace, traces["plain"]),
+                   "status": f"… {len(traces)}/3 done" + (f"; running {following[0]}…" if following else
+                                                          "; measuring fidelity…")}
+        reference = traces["plain"].token_ids if config.greedy else None
+        for trace in traces.values():
+            attach_fidelity(bundle, trace, reference)
+    table = comparison_table(traces).round(3)
+    if not real_timing:  # replayed wall clock means nothing: do not show numbers that look measured
+        table = table.drop(columns=["tokens/s (measured)", "speed-up (measured)"])
+    table["mode"] = [mode_label(mode, traces[mode], short=True) for mode in table["mode"]]
+    table = table.rename(columns=COLUMNS)
+    note = ("Timing: every pass ran for real, so tokens/s and measured speed-up are honest." if real_timing else
+            "Timing: replayed from the memo, so the measured columns are NOT meaningful; modelled ones are.")
+    texts = {mode: _text(mode, trace, traces["plain"]) for mode, trace in traces.items()}
+    yield {**texts, "table": table, "status": f"**Done.** {note}"}
+
+
+@reports_errors("grid_status")
+def _grid(settings: Settings, session: str, values_text: str, progress: Any) -> dict:
+    config = settings.config()
+    values = sorted({*parse_values(values_text), config.tau_accept, config.tau_slim})  # the star is always there
+    bundle = SESSIONS.bundle(session)
+    should_stop = SESSIONS.start_job(session)
+    with PREFETCHER.foreground():
+        grid = threshold_grid(bundle, settings.prompt, config, values, should_stop=should_stop,
+                              on_progress=lambda done, total: progress(done / total, desc=f"pair {done}/{total}"))
+    grid = grid.round(4)
+    stopped = " (stopped early)" if should_stop() else ""
+    return {"tradeoff_plot": charts.tradeoff_figure(grid, config.tau_accept, config.tau_slim), "grid_table": grid,
+            "grid": grid, "grid_status": f"**Grid done{stopped}:** {len(grid)} threshold pairs (the sliders' "
+                                         f"{config.tau_accept:g} / {config.tau_slim:g} included, starred). Speed-up "
+                                         "is modelled; agreement is measured."}
+
+
+class CompareTab:
+    """Three texts side by side, a table, and the trade-off grid; inputs come from the Generate tab."""
+
+    def __init__(self) -> None:
+        gr.Markdown("Uses the prompt and settings from **Generate & tune**. Highlighted words differ from the "
+                    "full model's own (plain) output.")
+        with gr.Row():
+            self.button = gr.Button("Compare plain / classic SD / VIA-SD", variant="primary", elem_id="viasd-compare")
+            self.real_timing = gr.Checkbox(True, label="Real timing (every pass runs; slower but honest tokens/s)")
+            self.stop_btn = gr.Button("■ Stop", variant="stop")
+        status = gr.Markdown("", elem_id="viasd-compare-status")
+        texts = {}
+        with gr.Row():
+            for mode, title in MODES.items():
+                with gr.Column(min_width=280):
+                    gr.Markdown(f"**{title}**: {EXPLAIN[mode]}")
+                    texts[mode] = gr.HTML(elem_id=f"viasd-compare-{mode}-box")
+        table = gr.Dataframe(label="Side by side (measured columns say so; modelled = accelerator cost model)",
+                             interactive=False, wrap=True, elem_id="viasd-compare-table")
+        self.compare_out = {**texts, "table": table, "status": status}
+        gr.Markdown("### Trade-off over threshold pairs\nRuns VIA-SD for every pair τ_slim ≤ τ_accept from "
+                    "the values below (memo on, so only new prefixes cost time). The star is the current "
+                    "sliders' pair.")
+        with gr.Row():
+            self.grid_values = gr.Textbox(DEFAULT_GRID, label="Threshold values", scale=3)
+            self.grid_btn = gr.Button("Run threshold grid", variant="primary", scale=1, elem_id="viasd-grid")
+        grid_status = gr.Markdown("")
+        self.tradeoff_plot = gr.Plot(charts.tradeoff_figure(None, DEFAULT.tau_accept, DEFAULT.tau_slim),
+                                     label="Trade-off (camera icon: save as PNG)")
+        grid_table = gr.Dataframe(label="Grid", interactive=False)
+        self.grid_state = gr.State(None)
+        self.grid_out = {"tradeoff_plot": self.tradeoff_plot, "grid_table": grid_table, "grid_status": grid_status,
+                         "grid": self.grid_state}
+        assert tuple(self.compare_out) == COMPARE_OUTPUTS and tuple(self.grid_out) == GRID_OUTPUTS
+
+    def compare(self, request: gr.Request = None, real_timing: bool = True, **values: Any):
+        """Plain, classic SD and VIA-SD on the same prompt, each shown as it finishes."""
+        for update in _compare(Settings.from_values(**values), session_id(request), bool(real_timing)):
+            yield {self.compare_out[name]: value for name, value in update.items()}
+
+    def grid(self, request: gr.Request = None, progress: gr.Progress = gr.Progress(),  # noqa: B008
+             values_text: str = DEFAULT_GRID, **values: Any) -> dict:
+        """VIA-SD over every ordered threshold pair from the values; modelled speed-up vs fidelity."""
+        update = _grid(Settings.from_values(**values), session_id(request), values_text, progress)
+        return {self.grid_out[name]: value for name, value in update.items()}
+
+    def stop(self, request: gr.Request = None) -> dict:
+        SESSIONS.request_stop(session_id(request))
+        return {self.compare_out["status"]: "■ Stop requested: the mode running now ends after its current round."}
+
+    def wire(self, widgets: dict[str, gr.components.Component]) -> None:
+        # API order: the Generate tab's settings first, then this tab's own input
+        self.button.click(self.compare, None, list(self.compare_out.values()),
+                          inputs_kwargs={**widgets, "real_timing": self.real_timing}, api_name="compare",
+                          show_progress="minimal", **MODEL)
+        self.grid_btn.click(self.grid, None, list(self.grid_out.values()),
+                            inputs_kwargs={**widgets, "values_text": self.grid_values}, api_name="grid", **MODEL)
+        self.stop_btn.click(self.stop, None, self.compare_out["status"], api_visibility="private", queue=False)
+

@@ -1,0 +1,186 @@
+"""Tab 1, Generate & tune: prompt, run / stop, live thresholds, coloured text, metrics and charts.
+
+Handlers turn the widget values into one `Settings`, run `app.streaming`, and map its name-keyed
+updates onto this tab's components. Threshold and γ sliders re-route on release (no button).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+from app import cards, charts, render, streaming
+from app.gpu import on_gpu, settings_seconds
+from app.guard import reports_errors
+from app.prefetch import STEP
+from app.session import SESSIONS, session_id
+from app.settings import DEFAULT, Settings
+from app.widgets import lenient
+from core.limits import MAX_GAMMA, MAX_NEW_TOKENS
+from core.routing import PRESETS
+from examples import FAMILIES, load_prompts
+
+MODEL = {"concurrency_id": "model", "concurrency_limit": 1}
+MODE_CHOICES = [("VIA-SD (three tiers)", "via"), ("classic speculative decoding", "sd"), ("plain decoding", "plain")]
+DRAFTER_CHOICES = [("self: the model with layers skipped", "self"), ("prompt lookup (n-gram copy)", "ngram"),
+                   ("separate drafter model (load it under Models)", "model")]
+OUTPUTS = ("tokens", "status", "legend", "metrics", "metrics_json", "conf_plot", "timeline_plot", "files", "trace",
+           "headline")
+"""Output names of /generate, /rerun_real and /reroute in API order (/reroute adds "tradeoff_plot")."""
+READY = "Ready. Pick an example or type a prompt, then press **Run**."
+
+
+def _example_choices(family: str) -> list[tuple[str, str]]:
+    return [(p.label, p.text) for p in load_prompts(None if family == "all" else family)]
+
+
+@reports_errors("status")
+@on_gpu(settings_seconds)
+def _run(settings: Settings, session: str, replay: bool):
+    yield from streaming.run(settings, session, replay=replay)
+
+
+@reports_errors("status", suffix=" — still showing the last good result")
+@on_gpu(settings_seconds)
+def _reroute(settings: Settings, session: str, previous: Any, grid: Any):
+    settings.config()  # a bad value stops here, before anything on screen changes
+    held = None  # held back one step so the last update also carries the trade-off chart's new star
+    for update in streaming.run(settings, session, replay=True, phase="Re-routed in {seconds:.2f} s",
+                                previous=previous):
+        if held is not None:
+            yield held
+        held = update
+    if held is not None:
+        if grid is not None:
+            held["tradeoff_plot"] = charts.tradeoff_figure(grid, settings.tau_accept, settings.tau_slim)
+        yield held
+
+
+class GenerateTab:
+    """Builds the tab inside the current Blocks; `widgets` holds the `Settings` inputs by field name."""
+
+    def __init__(self) -> None:
+        with gr.Row(equal_height=False, elem_id="viasd-cockpit"):
+            with gr.Column(scale=5, min_width=520):
+                with gr.Row():
+                    self.family = gr.Dropdown(["all", *FAMILIES], value="all", label="Example family", scale=1,
+                                              min_width=140)
+                    self.example = gr.Dropdown(_example_choices("all"), value=None, label="Example prompt",
+                                               elem_id="viasd-example", scale=3)
+                prompt = gr.Textbox(label="Prompt", lines=2, max_lines=6, value=load_prompts("chat")[0].text,
+                                    placeholder="Type a prompt or pick an example", elem_id="viasd-prompt")
+                with gr.Row():
+                    self.run_btn = gr.Button("▶ Run", variant="primary", elem_id="viasd-run", min_width=90, scale=2)
+                    self.real_btn = gr.Button("Re-run for real timing", elem_id="viasd-real", min_width=200, scale=3)
+                    self.stop_btn = gr.Button("■ Stop", variant="stop", elem_id="viasd-stop", min_width=90, scale=2)
+                status = gr.Markdown(READY, elem_id="viasd-status")
+                tokens = gr.HTML(render.tokens_html(None), elem_id="viasd-tokens-box")
+                legend = gr.HTML(render.legend_html(), elem_id="viasd-legend-box")
+            with gr.Column(scale=3, min_width=340):
+                headline = gr.HTML(cards.headline_html({}), elem_id="viasd-headline-box")
+                tau_accept = lenient(gr.Slider(0.0, 1.0, value=DEFAULT.tau_accept, step=STEP,
+                                               elem_id="viasd-tau-accept",
+                                               label="τ_accept — trust the drafter directly at or above"))
+                tau_slim = lenient(gr.Slider(0.0, 1.0, value=DEFAULT.tau_slim, step=STEP, elem_id="viasd-tau-slim",
+                                             label="τ_slim — let the slim verifier decide at or above"))
+                gamma = lenient(gr.Slider(1, MAX_GAMMA, value=DEFAULT.gamma, step=1, label="γ — draft length",
+                                          elem_id="viasd-gamma"))
+                gr.Markdown("Release a slider (or type a value and press Tab): the text re-routes at once. "
+                            "τ_slim ≤ τ_accept; 1.0 switches a tier off.", elem_classes="viasd-hint")
+                with gr.Accordion("Decoding settings", open=False, elem_id="viasd-decoding"):
+                    mode = gr.Radio(MODE_CHOICES, value=DEFAULT.mode, label="Mode")
+                    drafter = gr.Radio(DRAFTER_CHOICES, value=DEFAULT.drafter, label="Drafter")
+                    with gr.Row():
+                        draft_route = gr.Dropdown(list(PRESETS), value=DEFAULT.draft_route, label="Draft route",
+                                                  allow_custom_value=True,
+                                                  info="layers the self-drafter runs; or type layers:0-3,8")
+                        slim_route = gr.Dropdown(list(PRESETS), value=DEFAULT.slim_route, label="Slim route",
+                                                 allow_custom_value=True, info="layers the slim verifier runs")
+                    max_tokens = gr.Slider(1, MAX_NEW_TOKENS, value=Settings.max_new_tokens, step=1,
+                                           label="Max new tokens", elem_id="viasd-max-tokens")
+                    sampling = gr.Checkbox(False, label="Sample (off = greedy)")
+                    with gr.Row():
+                        temperature = gr.Slider(0.05, 2.0, value=Settings.temperature, step=0.05, label="Temperature")
+                        top_p = gr.Slider(0.05, 1.0, value=Settings.top_p, step=0.05, label="Top-p")
+                    seed = gr.Number(0, precision=0, label="Seed (sampling)")
+                self.models_box = gr.Column()  # the Models panel (app.tabs.models) goes here
+        self.widgets: dict[str, gr.components.Component] = {
+            "prompt": prompt, "mode": mode, "drafter": drafter, "draft_route": draft_route, "slim_route": slim_route,
+            "gamma": gamma, "max_new_tokens": max_tokens, "sampling": sampling, "temperature": temperature,
+            "top_p": top_p, "seed": seed, "tau_accept": tau_accept, "tau_slim": tau_slim}
+        assert list(self.widgets) == Settings.names(), "widgets must follow Settings' field (API) order"
+        metrics = gr.HTML(cards.metrics_html({}), elem_id="viasd-metrics-box")
+        with gr.Row():
+            conf_plot = gr.Plot(charts.confidence_figure(None, DEFAULT.tau_accept, DEFAULT.tau_slim),
+                                label="Confidences (camera icon: save as PNG)", elem_id="viasd-conf-plot")
+            timeline_plot = gr.Plot(charts.timeline_figure(None), label="Per-round timeline",
+                                    elem_id="viasd-timeline-plot")
+        self.charts_slot = gr.Row(elem_id="viasd-more-charts")  # break-even and reliability charts go here
+        gr.Markdown("*Confidence chart:* a token right of the green line was trusted without a check (tier 1); "
+                    "right of the blue dashed line the slim verifier may decide (tier 2); the rest went to the "
+                    "full model. *Timeline:* bars are the modelled cost of each model per round, in full-model "
+                    "passes; the black line is measured wall time (dotted = replayed, not meaningful). "
+                    "The camera icon on each chart saves it as a PNG.")
+        with gr.Row():
+            files = gr.File(label="Download this trace: tokens CSV, rounds CSV, full JSON",
+                            file_count="multiple", interactive=False, elem_id="viasd-files")
+            with gr.Accordion("All metrics (raw)", open=False):
+                metrics_json = gr.JSON(label="summarize(trace)")
+        self.out: dict[str, gr.components.Component] = {
+            "tokens": tokens, "status": status, "legend": legend, "metrics": metrics, "metrics_json": metrics_json,
+            "conf_plot": conf_plot, "timeline_plot": timeline_plot, "files": files, "trace": gr.State(None),
+            "headline": headline}
+        assert tuple(self.out) == OUTPUTS
+        self._targets = dict(self.out)  # plus the Compare tab's trade-off chart, once wired
+
+    def _keyed(self, update: dict[str, Any]) -> dict:
+        return {self._targets[name]: value for name, value in update.items()}
+
+    # -- handlers (inputs arrive by Settings field name) ------------------------------------
+    def generate(self, request: gr.Request = None, **values: Any):
+        """Run with the memo allowed: seen prefixes replay instantly (same tokens)."""
+        for update in _run(Settings.from_values(**values), session_id(request), True):
+            yield self._keyed(update)
+
+    def rerun_real(self, request: gr.Request = None, **values: Any):
+        """Run every forward pass for real, so the measured wall clock is honest."""
+        for update in _run(Settings.from_values(**values), session_id(request), False):
+            yield self._keyed(update)
+
+    def reroute(self, request: gr.Request = None, previous: Any = None, grid: Any = None, **values: Any):
+        """Live threshold update: replay from the memo, streaming; a bad value keeps the last good result."""
+        for update in _reroute(Settings.from_values(**values), session_id(request), previous, grid):
+            yield self._keyed(update)
+
+    def stop(self, request: gr.Request = None) -> dict:
+        """Ask this session's run to stop after its current round; it then shows the partial result."""
+        if SESSIONS.request_stop(session_id(request)):
+            return {self.out["status"]: "■ Stop requested: the run ends after its current round and shows what "
+                                        "it has."}
+        return {self.out["status"]: "Nothing to stop: no run of yours is in progress."}
+
+    def ready(self, request: gr.Request = None) -> dict:
+        """Status on page load: says whether the model is ready or still loading."""
+        if SESSIONS.is_loaded():
+            return {self.out["status"]: f"Ready · {SESSIONS.summary(session_id(request))}. Pick an example or type "
+                                        "a prompt, then press **Run**."}
+        return {self.out["status"]: "Ready. The model loads on first use (a few seconds). " + READY[7:]}
+
+    def wire(self, tradeoff_plot: gr.Plot, grid_state: gr.State) -> list:
+        """Attach the events; returns the model events Stop may cancel (none: Stop ends them by flag)."""
+        out = list(self.out.values())
+        self._targets["tradeoff_plot"] = tradeoff_plot
+        self.family.change(lambda f: gr.update(choices=_example_choices(f), value=None), self.family, self.example,
+                           api_visibility="private", queue=False)
+        self.example.input(lambda text: text or gr.skip(), self.example, self.widgets["prompt"],
+                           api_visibility="private", queue=False)
+        common = {"inputs_kwargs": self.widgets, "show_progress": "minimal", **MODEL}
+        self.run_btn.click(self.generate, None, out, api_name="generate", **common)
+        self.widgets["prompt"].submit(self.generate, None, out, api_visibility="private", **common)
+        self.real_btn.click(self.rerun_real, None, out, api_name="rerun_real", **common)
+        gr.on([self.widgets[n].release for n in ("tau_accept", "tau_slim", "gamma")], self.reroute, None,
+              [*out, tradeoff_plot], api_name="reroute", trigger_mode="always_last",
+              **{**common, "inputs_kwargs": {**self.widgets, "previous": self.out["trace"], "grid": grid_state}})
+        self.stop_btn.click(self.stop, None, self.out["status"], api_name="stop", queue=False)
+        return []

@@ -1,0 +1,138 @@
+"""Classroom captions, shared links, the ZeroGPU wrapper and the About text: no model needed."""
+
+from __future__ import annotations
+
+import importlib.machinery
+import re
+import sys
+import types
+from urllib.parse import parse_qsl
+
+import pytest
+
+from app import classroom, gpu, share
+from app.render import token_title
+from app.settings import Settings
+from core.tiers import Outcome, Reason
+from core.trace import CallRecord, RoundRecord, TokenRecord, Trace
+
+
+def _token(reason: Reason, outcome: Outcome, *, tier: int = 3, text: str = " sky", verdict: str = "argmax",
+           draft: float | None = 0.95, slim: float | None = None, round_: int = 0, position: int = 0) -> TokenRecord:
+    return TokenRecord(position=position, token_id=7, text=text, round=round_, tier=tier, outcome=outcome.value,
+                       reason=reason.value, verdict=verdict, draft_confidence=draft, slim_confidence=slim)
+
+
+def _trace(mode: str = "sd") -> Trace:
+    """Two rounds: round 0 = full check, then a free verdict, then a free-verdict correction; round 1 = bonus-free."""
+    tokens = [
+        _token(Reason.NOT_CONFIDENT, Outcome.FULL_ACCEPT, text=" The", draft=0.41, position=0),
+        _token(Reason.FREE_VERDICT, Outcome.FULL_ACCEPT, text=" sky", draft=0.95, position=1),
+        _token(Reason.FREE_VERDICT, Outcome.FULL_CORRECT, text=" is", verdict="argmax differs", position=2),
+        _token(Reason.NOT_CONFIDENT, Outcome.FULL_ACCEPT, text=" blue", round_=1, position=3),
+    ]
+    full = CallRecord("full", 4, 30, 1.0, 0.0, True)
+    rounds = [RoundRecord(0, [1, 2, 3, 4], accepted=2, emitted=3, calls=[full]),
+              RoundRecord(1, [5], accepted=1, emitted=1, calls=[full])]
+    return Trace(prompt="Why is the sky blue?", prompt_token_count=5, config={"mode": mode, "tau_accept": 0.8,
+                 "tau_slim": 0.5, "gamma": 4}, models={"verifier": "tiny"}, tokens=tokens, rounds=rounds)
+
+
+def test_a_free_verdict_caption_reads_the_recorded_reason_not_the_confidence() -> None:
+    t = _token(Reason.FREE_VERDICT, Outcome.FULL_ACCEPT, draft=0.95)
+    sentence = classroom.explain_token(t, " sky", mode="via")
+    assert "already run" in sentence and "free" in sentence
+    assert "0.95" not in sentence and "only" not in sentence and "below" not in sentence
+
+
+@pytest.mark.parametrize("reason", list(Reason))
+def test_every_recorded_reason_has_its_own_caption_and_table_label(reason: Reason) -> None:
+    outcome = {Reason.DRAFT_CONFIDENT: Outcome.DIRECT_ACCEPT, Reason.SLIM_CONFIDENT: Outcome.SLIM_ACCEPT,
+               Reason.BONUS: Outcome.FULL_BONUS, Reason.NO_DRAFT: Outcome.PLAIN}.get(reason, Outcome.FULL_ACCEPT)
+    sentence = classroom.explain_token(_token(reason, outcome), " sky")
+    assert "reason “" not in sentence, "fell through to the generic sentence"
+    assert reason in classroom.WHY
+
+
+def test_captions_say_what_the_verifier_rule_recorded() -> None:
+    corrected = _token(Reason.NOT_CONFIDENT, Outcome.FULL_CORRECT, verdict="argmax differs", draft=0.3, slim=0.2)
+    sentence = classroom.explain_token(corrected, " sea")
+    assert "rejected “ sea”" in sentence and "wrote “ sky”" in sentence and "top choice is a different" in sentence
+    odd = _token(Reason.SLIM_CONFIDENT, Outcome.SLIM_ACCEPT, tier=2, verdict="typical: p >= 0.3", slim=0.9)
+    assert "“typical: p >= 0.3”" in classroom.explain_token(odd, " sky")  # unknown verdicts are quoted, not guessed
+
+
+def test_classic_sd_caption_says_every_guess_goes_to_the_full_model() -> None:
+    t = _token(Reason.NOT_CONFIDENT, Outcome.FULL_ACCEPT)
+    assert "Classic speculative decoding" in classroom.explain_token(t, " sky", mode="sd")
+
+
+def test_round_view_numbers_rounds_from_one_and_marks_each_reason() -> None:
+    trace = _trace()
+    table, caption = classroom.round_view(trace, 0, decode=lambda i: f"<{i}>")
+    assert "Round 1 of 2" in caption and "data-round='1'" in caption
+    assert caption.count("data-reason='free-verdict'") == 2 and "already run" in caption
+    assert "dropped" in table  # the fourth draft word came after the correction
+    _, last = classroom.round_view(trace, 5, decode=str)  # clamped to the last round
+    assert "Round 2 of 2" in last
+    assert "round 1" in token_title(trace.tokens[0])  # tooltips count from 1 too
+
+
+def test_later_rounds_stay_hidden_until_reached_unless_shown() -> None:
+    trace = _trace()
+    assert [t.round for t in classroom.visible_trace(trace, 0, show_future=False).tokens] == [0, 0, 0]
+    assert len(classroom.visible_trace(trace, 0, show_future=True).tokens) == 4
+    assert len(trace.tokens) == 4  # the trace itself is untouched
+
+
+def test_a_shared_link_round_trips_the_settings() -> None:
+    settings = Settings(prompt="Why is the sky blue? & more", mode="sd", drafter="ngram", gamma=6, tau_accept=0.7,
+                        tau_slim=0.35, max_new_tokens=32)
+    query = share.query_of(settings)
+    params = dict(parse_qsl(query.lstrip("?")))
+    assert share.wants_run(params)
+    opened, problems = share.settings_from_query(params)
+    assert problems == [] and opened == settings
+
+
+def test_a_bad_value_in_a_link_is_skipped_with_a_sentence() -> None:
+    opened, problems = share.settings_from_query({"tau_accept": "lots", "gamma": "6", "prompt": "hi"})
+    assert opened is not None and opened.gamma == 6 and opened.prompt == "hi"
+    assert opened.tau_accept == Settings().tau_accept and problems == ["tau_accept='lots' is not a number"]
+    opened, problems = share.settings_from_query({"tau_accept": "0.2", "tau_slim": "0.6"})
+    assert opened is None and "out of order" in problems[0]
+    assert not share.wants_run({"run": "0"})
+
+
+def test_gpu_duration_grows_with_the_request_and_stays_within_limits() -> None:
+    short, long = gpu.seconds_for_tokens(16), gpu.seconds_for_tokens(400)
+    assert gpu.BASE_SECONDS <= short < long <= gpu.MAX_SECONDS
+    assert gpu.compare_seconds(Settings(max_new_tokens=64)) > gpu.settings_seconds(Settings(max_new_tokens=64))
+
+
+def test_on_gpu_is_a_no_op_without_spaces_and_uses_spaces_gpu_with_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    def job(settings: Settings) -> str:
+        return "ran"
+
+    monkeypatch.delitem(sys.modules, "spaces", raising=False)
+    if not gpu.zero_gpu_available():
+        assert gpu.on_gpu(gpu.settings_seconds)(job) is job
+    asked = []
+    fake = types.ModuleType("spaces")
+    fake.__spec__ = importlib.machinery.ModuleSpec("spaces", None)
+    fake.GPU = lambda duration: (asked.append(duration), lambda fn: lambda *a, **k: ("on gpu", fn(*a, **k)))[1]
+    monkeypatch.setitem(sys.modules, "spaces", fake)
+    wrapped = gpu.on_gpu(gpu.settings_seconds)(job)
+    assert asked == [gpu.settings_seconds] and wrapped(Settings()) == ("on gpu", "ran")
+
+
+def test_about_text_has_no_accidental_numbered_list_and_the_drawing_follows_the_theme() -> None:
+    from app.tabs import about
+
+    for text in (about.STUDENT_INTRO, about.NUMBERS.split("```")[0], about.NUMBERS.split("```")[-1]):
+        for line in text.splitlines():
+            assert not re.match(r"^\s*\d+\.\s", line), f"markdown would turn this into a numbered list: {line!r}"
+    drawing = about.ROUND_DRAWING
+    assert "currentColor" in drawing and "<svg" in drawing and 'role="img"' in drawing
+    assert all(f"Tier {n}" in drawing for n in (1, 2, 3)) and "Drafter" in drawing and "Output" in drawing
+    assert "#000" not in drawing and "#fff" not in drawing.lower()  # no fixed black or white: both themes read it

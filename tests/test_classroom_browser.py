@@ -1,0 +1,100 @@
+"""The Classroom on a 1024x768 projector and settings opened from a shared link, in headless Chromium."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from app_fixtures import app_url_fixture  # noqa: F401  (fixture)
+from test_app_browser import ARGS, ARTIFACTS, CHROMIUM, REQUIRED
+
+pytestmark = [pytest.mark.embedded, pytest.mark.browser]
+PROJECTOR = {"width": 1024, "height": 768}
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if REQUIRED:
+        import playwright.sync_api as playwright
+        assert CHROMIUM, "VIASD_REQUIRE_BROWSER=1 but no chromium executable was found"
+    else:
+        playwright = pytest.importorskip("playwright.sync_api")
+        if not CHROMIUM:
+            pytest.skip("no Chromium executable (/usr/bin/chromium or chromium on PATH)")
+    with playwright.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield chromium
+        chromium.close()
+
+
+def _open(browser, url: str, viewport: dict):
+    page = browser.new_context(viewport=viewport).new_page()
+    page.goto(url, wait_until="domcontentloaded")
+    page.wait_for_selector("#viasd-run", timeout=60_000)
+    return page
+
+
+def _caption(page) -> str:
+    return page.inner_text("#viasd-caption")
+
+
+def test_projector_layout_hidden_future_and_a_free_verdict_caption(browser, app_url: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = _open(browser, app_url, PROJECTOR)
+    page.get_by_role("tab", name=re.compile("Classroom")).click()
+    page.get_by_label("Presenter mode (big type)").check()
+    page.wait_for_function("() => document.body.classList.contains('viasd-presenter')")
+    page.locator("#viasd-walk-pick input").click()
+    page.get_by_role("option", name=re.compile("Classic speculative decoding")).click()
+    page.click("#viasd-walk")
+    page.wait_for_function("() => (document.querySelector('#viasd-caption')?.innerText || '').includes('Round 1 of')",
+                           timeout=300_000)
+
+    # above the fold at 1024x768: both buttons, the round slider and the start of the text
+    for selector in ("#viasd-prev", "#viasd-next", "#viasd-round-slider"):
+        box = page.locator(selector).bounding_box()
+        assert box and box["y"] >= 0 and box["y"] + box["height"] <= PROJECTOR["height"], (selector, box)
+    assert page.locator("#viasd-class-tokens").bounding_box()["y"] < PROJECTOR["height"] - 60
+    size = page.evaluate("() => parseFloat(getComputedStyle(document.querySelector('.viasd-caption')).fontSize)")
+    assert size >= 24, f"caption is {size}px in presenter mode"
+    page.screenshot(path=str(ARTIFACTS / "05_classroom_projector.png"))
+
+    # later rounds are hidden until reached
+    rounds = page.eval_on_selector_all("#viasd-class-tokens .tok", "els => els.map(e => +e.dataset.round)")
+    assert rounds and set(rounds) == {0}
+
+    # find a round whose caption explains a free verdict: it reads the recorded reason, not a confidence
+    total = int(re.search(r"Round 1 of (\d+)", _caption(page)).group(1))
+    for number in range(1, total + 1):
+        if page.locator("#viasd-caption li[data-reason='free-verdict']").count():
+            break
+        page.click("#viasd-next")
+        page.wait_for_function("(n) => (document.querySelector('#viasd-caption')?.innerText || '')"
+                               ".includes(`Round ${n} of`)", arg=number + 1, timeout=60_000)
+    free = page.locator("#viasd-caption li[data-reason='free-verdict']").first.inner_text()
+    assert "already run" in free and " sure" not in free and "τ_" not in free
+    page.screenshot(path=str(ARTIFACTS / "06_classroom_free_verdict.png"))
+
+    # the teacher may show what comes next, faded
+    page.get_by_label("Show later rounds (faded)").check()
+    page.wait_for_function("() => document.querySelectorAll('#viasd-class-tokens .tok.faded').length > 0")
+    page.get_by_label("Presenter mode (big type)").uncheck()
+    page.wait_for_function("() => !document.body.classList.contains('viasd-presenter')")
+    page.context.close()
+
+
+def test_a_shared_link_opens_its_settings_and_offers_a_link_back(browser, app_url: str) -> None:
+    query = "?prompt=Name+three+planets.&tau_accept=0.7&tau_slim=0.3&gamma=3&mode=via&tau_zzz=1"
+    page = _open(browser, app_url + query, {"width": 1366, "height": 900})
+    page.wait_for_function("() => document.querySelector('#viasd-prompt textarea')?.value === 'Name three planets.'",
+                           timeout=30_000)
+    assert page.input_value("#viasd-tau-accept input[type=number]") == "0.7"
+    assert page.input_value("#viasd-tau-slim input[type=number]") == "0.3"
+    assert page.input_value("#viasd-gamma input[type=number]") == "3"
+    page.click("#viasd-share")
+    page.wait_for_function("() => (document.querySelector('#viasd-share-link textarea, #viasd-share-link input')"
+                           "?.value || '').startsWith('http')", timeout=30_000)
+    link = page.input_value("#viasd-share-link textarea, #viasd-share-link input")
+    assert link.startswith(app_url) and "tau_accept=0.7" in link and "prompt=Name+three+planets." in link
+    assert "run=1" in link
+    page.context.close()
