@@ -47,7 +47,7 @@ if [ "$DEVICE" = cuda ] && ! python3 -c "import torch, sys; sys.exit(0 if torch.
 fi
 
 # 1. Tiny models on CUDA: exactness, caches, sampling distribution, routing reasons (about 1-2 min).
-step "tiny-on-$DEVICE" 240 env VIASD_TEST_DEVICE="$DEVICE" python3 -m pytest -q -p no:cacheprovider -rf \
+step "tiny-on-$DEVICE" 200 env VIASD_TEST_DEVICE="$DEVICE" python3 -m pytest -q -p no:cacheprovider -rf \
   tests/test_rules.py tests/test_engine.py
 
 model_ready=$(python3 -c "
@@ -55,12 +55,12 @@ from core.models import cache_dir
 print('yes' if (cache_dir() / 'smollm2-135m-instruct' / 'converted.ok').exists() else 'no')")
 if [ "$model_ready" = yes ]; then
   # 2. The real model on CUDA in float32 (exactness) and the CLI.
-  step "embedded-on-$DEVICE" 180 python3 -m pytest -q -p no:cacheprovider -rf tests/test_embedded.py
+  step "embedded-on-$DEVICE" 150 python3 -m pytest -q -p no:cacheprovider -rf tests/test_embedded.py
   # 3. A small benchmark: one prompt per family, 48 tokens, both drafters (bf16, the CUDA default).
   if python3 -m core.benchmark --help | grep -q -- "--quick"; then
-    step benchmark 150 python3 -m core.benchmark --quick
+    step benchmark 220 python3 -m core.benchmark --quick
   else
-    step benchmark 150 python3 -m core.benchmark --per-family 1 --max-new-tokens 48
+    step benchmark 220 python3 -m core.benchmark --per-family 1 --max-new-tokens 48
   fi
 else
   note "skipped embedded-on-cuda and benchmark: the converted embedded model is not in $(python3 -c \
