@@ -91,7 +91,8 @@ def metrics_html(metrics: dict, trace: Trace | None = None) -> str:
             + _row("identical to full model's output", "yes" if m["identical_to_full"] else "no")
             + _row("common prefix", f'{m["common_prefix"]} tokens')
             + _row("full-model NLL", f'{m["full_nll"]:.3f} nats/token')
-            + '</table><div class="note">Agreement: share of tokens that are the full model\'s own top choice '
+            + '</table>' + _spans_html(trace) + _expectations_html(trace)
+            + '<div class="note">Agreement: share of tokens that are the full model\'s own top choice '
               'given the text so far.</div></div>')
     else:
         pending = ("not measured: the run was stopped early" if is_partial(trace) else "measured when the run ends…")
@@ -105,3 +106,28 @@ def metrics_html(metrics: dict, trace: Trace | None = None) -> str:
     partial = ' data-partial="1"' if is_partial(trace) else ""
     return f'<div class="viasd-cards" id="viasd-metrics"{partial}>{modelled}{measured}{fid}{routing}</div>'
 
+
+
+def _spans_html(trace: Trace | None, limit: int = 6) -> str:
+    """Where the words differ from the full model's own output: this run's words against the full model's."""
+    spans = getattr(getattr(trace, "fidelity", None), "differing_spans", None) or []
+    if not spans:
+        return ""
+    items = "".join(
+        f'<li><span class="viasd-ins">{html.escape(" ".join(s.output_words)) or "—"}</span> instead of '
+        f'<span class="viasd-del">{html.escape(" ".join(s.reference_words)) or "—"}</span></li>'
+        for s in spans[:limit])
+    more = f"<li>… and {len(spans) - limit} more</li>" if len(spans) > limit else ""
+    return f'<div class="note">Differing words (this run instead of the full model\'s):</div><ul>{items}{more}</ul>'
+
+
+def _expectations_html(trace: Trace | None) -> str:
+    """The task's checkable expectations: met here, and met by the full model's own output."""
+    checks = getattr(getattr(trace, "fidelity", None), "expectations", None) or []
+    if not checks:
+        return ""
+    rows = "".join(_row(f'{html.escape(c.kind)} “{html.escape(c.term)}”',
+                        ("✓ met" if c.met else "✗ missed") + ("" if c.full_met is None else
+                                                            f' (full model: {"✓" if c.full_met else "✗"})'))
+                   for c in checks)
+    return f'<div class="note">Task expectations:</div><table>{rows}</table>'

@@ -22,6 +22,7 @@ WHY: dict[str, str] = {
     Reason.SLIM_CONFIDENT: "slim verifier confident",
     Reason.NOT_CONFIDENT: "neither confident",
     Reason.FREE_VERDICT: "full model already ran",
+    Reason.COPY_NEEDS_EVIDENCE: "a copy needs a model's word",
     Reason.STOP_TOKEN: "end of answer: always checked",
     Reason.BONUS: "free extra token",
     Reason.NO_DRAFT: "nothing drafted",
@@ -71,6 +72,10 @@ def explain_token(t: TokenRecord, draft_text: str | None, mode: str = "via") -> 
     if reason == Reason.FREE_VERDICT:
         return ("The full model had already run in this round (for an earlier word), so its verdict here is free "
                 "and exact; tiers 1 and 2 were not asked: " + _checked(t, "it", draft_text))
+    if reason == Reason.COPY_NEEDS_EVIDENCE:
+        return (f"Prompt lookup copied {_q(t.text)} from earlier text and the copy looked reliable ({c}), but a copy "
+                "is a statistic of the text, not a model's belief, so it is never kept without a model agreeing: "
+                + _checked(t, "the full model", draft_text))
     if reason == Reason.STOP_TOKEN:
         return ("The drafter proposed the end of the answer, which is never kept unchecked, and the slim verifier "
                 "was not confident enough: " + _checked(t, "the full model", draft_text))

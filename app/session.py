@@ -18,9 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from core import EMBEDDED_ID, ModelBundle, ViaSdError, load_bundle
-
-MAX_EXTRA_BUNDLES = 2
-"""Other model pairs kept in memory besides the embedded default (least recently chosen dropped)."""
+from core.limits import MAX_EXTRA_BUNDLES
 
 IDLE_FORGET_S = 6 * 3600.0
 """A browser session untouched this long is forgotten (its stop flag and model choice)."""

@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from app import cards, charts, render
+from app.insight import insight_updates, measure_reliability
 from app.prefetch import PREFETCHER
 from app.session import SESSIONS
 from app.settings import Settings
 from core import attach_fidelity, iter_generate, summarize
+from core.limits import RUN_TIME_BUDGET_S
 from core.trace import Trace
 
 STREAM_EVERY_S = 0.25
@@ -48,24 +50,29 @@ def status_line(trace: Trace, phase: str) -> str:
             f"<span title=\"{info.get('num_layers')} layers · {info.get('dtype')} on {info.get('device')} · "
             f"drafter: {info.get('drafter')}\">{info['verifier']}</span>")
 
-def final_update(trace: Trace, settings: Settings, phase: str) -> Update:
-    """Every Generate-tab output for a finished trace."""
+def final_update(trace: Trace, settings: Settings, phase: str, bundle: object = None,
+                 reliability: object = None) -> Update:
+    """Every Generate-tab output for a finished trace (the insight panel's too when `bundle` is given)."""
     config = settings.config()
     metrics = summarize(trace)
-    return {"tokens": render.tokens_html(trace), "status": status_line(trace, phase),
-            "legend": render.legend_html(trace), "metrics": cards.metrics_html(metrics, trace),
-            "metrics_json": json.loads(json.dumps(metrics, default=str)),
-            "conf_plot": charts.confidence_figure(trace, config.tau_accept, config.tau_slim),
-            "timeline_plot": charts.timeline_figure(trace), "files": export_files(trace), "trace": trace,
-            "headline": cards.headline_html(metrics, trace)}
+    update = {"tokens": render.tokens_html(trace), "status": status_line(trace, phase),
+              "legend": render.legend_html(trace), "metrics": cards.metrics_html(metrics, trace),
+              "metrics_json": json.loads(json.dumps(metrics, default=str)),
+              "strip_plot": charts.confidence_figure(trace, config.tau_accept, config.tau_slim),
+              "timeline_plot": charts.timeline_figure(trace), "files": export_files(trace), "trace": trace,
+              "headline": cards.headline_html(metrics, trace)}
+    if bundle is not None:
+        update.update(insight_updates(bundle, trace, config, reliability))
+    return update
 
 
 def run(settings: Settings, session: str, *, replay: bool, phase: str = "",
-        previous: Trace | None = None) -> Iterator[Update]:
+        previous: Trace | None = None, reliability: object = None) -> Iterator[Update]:
     """Generate, streaming the coloured text each round; fidelity and charts at the end.
 
     With `previous` (a re-route), the part of the old text not yet re-decided stays on screen,
-    faded, so the text never collapses while the new routing streams in.
+    faded, so the text never collapses while the new routing streams in, and the reliability data
+    of the last full run (`reliability`) is reused instead of measured again.
     """
     config = settings.config()
     started = time.perf_counter()
@@ -75,7 +82,8 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "",
     label = "Running" if replay else "Running every pass for real (honest timing)"
     trace, last = None, 0.0
     with SESSIONS.job(session) as should_stop, PREFETCHER.foreground():
-        for trace in iter_generate(bundle, settings.prompt, config, replay=replay, should_stop=should_stop):
+        for trace in iter_generate(bundle, settings.prompt, config, replay=replay, should_stop=should_stop,
+                                   time_budget_s=RUN_TIME_BUDGET_S):
             if time.perf_counter() - last < STREAM_EVERY_S:
                 continue
             last = time.perf_counter()
@@ -89,11 +97,14 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "",
             yield {"status": "… Measuring fidelity against the full model…",
                    "headline": cards.headline_html(summarize(trace), progress="Measuring fidelity…")}
             attach_fidelity(bundle, trace)
+            if previous is None:
+                yield {"status": "… Measuring how reliable each confidence is on this text…"}
+                reliability = measure_reliability(bundle, trace, config)
     if stopped:
         phase = f"Stopped early: partial result ({trace.stop_reason})"
     elif not phase:
         phase = "Done" if replay else "Done (real timing)"
-    yield final_update(trace, settings, phase.format(seconds=time.perf_counter() - started))
+    yield final_update(trace, settings, phase.format(seconds=time.perf_counter() - started), bundle, reliability)
     if not stopped:
         PREFETCHER.schedule(bundle, settings.prompt, config)
 

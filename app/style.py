@@ -31,6 +31,8 @@ CSS = """
 .viasd-tokens del.diff {background: #FFD0D0; color: #5c0000; text-decoration: line-through;
   text-decoration-thickness: 2px; font-size: 0.95em; padding: 0 2px; border-radius: 3px;}
 .dark .viasd-tokens del.diff {background: #4a1414; color: #ffd6d6;}
+.viasd-ins {font-weight: 700; text-decoration: underline; text-decoration-thickness: 2px;}
+.viasd-del {text-decoration: line-through; text-decoration-thickness: 2px;}
 .viasd-note {font-size: 0.95rem; color: var(--viasd-muted); margin-top: 0.3rem;}
 .viasd-legend {display: flex; flex-wrap: wrap; gap: 0.2rem 0.9rem; font-size: 0.95rem;
   background: var(--viasd-panel); padding: 0.35rem 0.7rem; border-radius: 8px; border: 1px solid var(--viasd-border);}

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, replace
 from core.confidence import SIGNALS
 from core.errors import ConfigError, shown
 from core.limits import MAX_GAMMA, MAX_NEW_TOKENS
+from core.policies import check_alpha
 
 MIN_TEMPERATURE = 0.01
 """Below this, logits / temperature overflow to inf and probabilities become NaN."""
@@ -23,6 +24,11 @@ DRAFTERS = {
     "model": "a separate smaller model with the same tokenizer",
     "ngram": "prompt lookup: copy what followed the last n tokens earlier in the text",
 }
+COPY_EVIDENCE = {
+    "slim": "tier 1 keeps a copy only if the slim verifier also gives the copied token >= tau_accept",
+    "verifier": "copies never take tier 1: the slim or the full verifier decides every copy",
+    "statistic": "tier 1 trusts the lookup statistic alone (no model in the loop; can copy back typos)",
+}
 
 
 @dataclass(frozen=True)
@@ -37,6 +43,10 @@ class DecodeConfig:
     Verification: `verify_rule` is how a verifier judges a draft token ("exact": lossless; lossy
     baselines live in core.policies) with its parameter `verify_alpha`; `draft_stop_below` > 0 ends a
     model drafter's draft when its confidence drops below it (BiLD's fallback).
+    Copies: a prompt-lookup draft's confidence is a statistic of the text, not a model's belief;
+    `copy_evidence` says what model evidence tier 1 needs before it keeps a copy (COPY_EVIDENCE).
+    Floor: with `slim_min_hit_rate` > 0, tier 2 skips its pass while fewer than that share of its
+    recent passes spared the round a full pass (it then costs more than it saves); 0 never skips.
     """
 
     mode: str = "via"
@@ -57,6 +67,8 @@ class DecodeConfig:
     verify_rule: str = "exact"
     verify_alpha: float = 0.0
     draft_stop_below: float = 0.0
+    copy_evidence: str = "verifier"
+    slim_min_hit_rate: float = 0.0
 
     @property
     def greedy(self) -> bool:
@@ -97,8 +109,12 @@ class DecodeConfig:
         if not isinstance(self.verify_rule, str) or not self.verify_rule:
             raise ConfigError(f"verify_rule must be a rule name such as 'exact', got {shown(self.verify_rule)}")
         self._number("verify_alpha", -1.0e6, 1.0e6)
+        if self.verify_rule != "exact":
+            check_alpha(self.verify_rule, self.verify_alpha)  # each lossy rule's own range; refuses unknown names
         self._number("draft_stop_below", 0.0, 1.0)
         self._whole("ngram_size", 1, 8)
+        self._number("slim_min_hit_rate", 0.0, 1.0)
+        self._choice("copy_evidence", COPY_EVIDENCE)
         if not isinstance(self.chat_template, bool):
             raise ConfigError(f"chat_template must be true or false, got {shown(self.chat_template)}")
         return self

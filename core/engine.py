@@ -33,6 +33,7 @@ one of the lossy baselines named by `DecodeConfig.verify_rule`.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 
 import torch
@@ -43,15 +44,44 @@ from core.cost import CostModel
 from core.drafters import Draft, Drafter, ModelDrafter, PromptLookupDrafter
 from core.errors import ConfigError
 from core.models import ModelBundle
+from core.policies import RULES
 from core.prompting import encode_prompt, stop_token_ids
 from core.routing import resolve_route
 from core.sampling import ExactRule, Sampler, Verdict
 from core.scorer import Scorer, ScorerCall
-from core.tiers import Outcome, Reason, Routing, Tier, assign_tier, outcome_of
+from core.tiers import Outcome, Reason, Routing, Tier, assign_tier, fires, outcome_of
 from core.timing import Stopwatch
 from core.trace import CallRecord, RoundRecord, TokenRecord, Trace
 
 __all__ = ["encode_prompt", "generate", "iter_generate", "stop_token_ids"]
+
+class SlimGate:
+    """Tier 2 pays only when its pass spares the round a full pass; otherwise it is pure overhead.
+
+    A slim pass "hits" when the round it ran in ended without a full pass. While fewer than
+    `min_hit_rate` of the last `window` slim passes hit, tier 2 is skipped (its tokens go straight to
+    the full verifier, so the round costs what classic SD's does), except every `probe_every`-th
+    skipped round, which tries the slim pass again so the gate can reopen.
+    """
+
+    def __init__(self, min_hit_rate: float, window: int = 8, probe_every: int = 8) -> None:
+        self.min_hit_rate, self.probe_every = min_hit_rate, probe_every
+        self.recent: deque[bool] = deque(maxlen=window)
+        self.skipped = 0
+
+    def allows(self) -> bool:
+        """Whether this round may run the slim pass."""
+        if self.min_hit_rate <= 0.0 or len(self.recent) < (self.recent.maxlen or 0):
+            return True
+        if sum(self.recent) / len(self.recent) >= self.min_hit_rate:
+            return True
+        self.skipped += 1
+        return self.skipped % self.probe_every == 0
+
+    def record(self, slim_ran: bool, full_ran: bool) -> None:
+        if slim_ran:
+            self.recent.append(not full_ran)
+
 
 class VerifierPass:
     """One verifier's batched pass over a round's draft, run the first time anything asks for it.
@@ -104,10 +134,6 @@ def verification_rule(config: DecodeConfig, sampler: Sampler) -> object:
     A rule has `judge(q, token, p, best) -> Verdict`."""
     if config.verify_rule == "exact":
         return ExactRule(sampler)
-    try:
-        from core.policies import RULES
-    except ImportError:
-        RULES = {}  # noqa: N806
     if config.verify_rule not in RULES:
         raise ConfigError(f"unknown verify_rule '{config.verify_rule}': use exact or {', '.join(RULES) or '-'}")
     return RULES[config.verify_rule](sampler, config.verify_alpha)
@@ -132,6 +158,7 @@ class _Decoder:
         self.slim = self._scorer("slim", verifier, config.slim_route)
         self.drafter: Drafter | None = self._make_drafter(bundle)
         self.tau_accept, self.tau_slim = config.effective_thresholds()
+        self.slim_gate = SlimGate(config.slim_min_hit_rate)
 
     def _scorer(self, role: str, loaded: object, route_spec: object) -> Scorer:
         route = resolve_route(route_spec, loaded.model.config)
@@ -170,11 +197,17 @@ class _Decoder:
         slim = VerifierPass(self.slim, sequence, n, n + len(draft) - 1, self.sampler, signal, record_call)
         full = VerifierPass(self.full, sequence, n, n + len(draft), self.sampler, signal, record_call)
 
-        # 2. Route each draft token, left to right.
+        # 2. Route each draft token, left to right (tier 2 only when its gate allows it this round).
+        slim_allowed = self.slim_gate.allows()
+        tau_slim = self.tau_slim if slim_allowed else 1.0
         records: list[TokenRecord] = []
         for j, token in enumerate(draft.tokens):
-            routing = assign_tier(draft.confidences[j], lambda j=j: slim.confidence(j), self.tau_accept,
-                                  self.tau_slim, full_already_ran=full.ran, stop_token=token in self.stop_ids)
+            routing = assign_tier(self._draft_confidence(draft, j, slim, full, slim_allowed),
+                                  lambda j=j: slim.confidence(j), self.tau_accept, tau_slim, full_already_ran=full.ran,
+                                  stop_token=token in self.stop_ids)
+            if routing.reason is Reason.NOT_CONFIDENT and draft.probs is None and fires(draft.confidences[j],
+                                                                                       self.tau_accept):
+                routing = Routing(Tier.FULL, Reason.COPY_NEEDS_EVIDENCE)  # the copy statistic alone would have passed
             if routing.tier is Tier.DRAFT:  # tier 1: trusted as drafted
                 verdict = Verdict(True, token, "draft trusted, no verifier ran")
             elif routing.tier is Tier.SLIM:  # tier 2: the slim verifier decides
@@ -193,7 +226,25 @@ class _Decoder:
                 routing = Routing(Tier.FULL, Reason.BONUS if draft.tokens else Reason.NO_DRAFT)
                 records.append(self._token(index, bonus, routing, draft, slim, full, j))
         round_.emitted = len(records)
+        self.slim_gate.record(slim.ran, full.ran)
         return records, round_
+
+    def _draft_confidence(self, draft: Draft, j: int, slim: VerifierPass, full: VerifierPass,
+                          slim_allowed: bool = True) -> float:
+        """What tier 1 reads for draft token j. A copy (a draft with no distribution) carries a
+        statistic of the text, not a model's belief: under `copy_evidence` "slim" it counts only as
+        far as the slim verifier agrees (its probability of the copied token; the slim pass runs only
+        when the statistic alone would pass tier 1), under "verifier" (or while the slim gate is
+        shut) it never passes tier 1."""
+        statistic = draft.confidences[j]
+        evidence = self.config.copy_evidence
+        if draft.probs is not None or evidence == "statistic" or full.ran:
+            return statistic
+        if evidence == "verifier" or not slim_allowed:
+            return float("-inf")  # below every threshold, 0.0 included
+        if not fires(statistic, self.tau_accept):
+            return statistic  # tier 1 would not take it anyway: no slim pass on its account
+        return min(statistic, float(slim.q(j)[draft.tokens[j]]))
 
     def _token(self, index: int, verdict: Verdict, routing: Routing, draft: Draft, slim: VerifierPass,
                full: VerifierPass, j: int) -> TokenRecord:

@@ -7,17 +7,23 @@ Two views, both measured against the full verifier:
   never reads back what the run it checks has written;
 * teacher-forced, in one batched pass over prompt + output: the share of output tokens that are
   the full model's argmax given the output so far (`full_agreement`), and its mean negative
-  log-likelihood of the output in nats per token (`full_nll`).
+  log-likelihood of the output in nats per token (`full_nll`);
+* as a reader: the share of words that differ from the reference text (core.textdiff, special
+  tokens never count) with the differing spans, and, for prompts that carry expectations
+  (core.expectations; the grounded examples do), each expectation checked on this output and on
+  the reference, so "did the task get done" is judged against what the full model itself did.
 """
 
 from __future__ import annotations
 
 import torch
 
+from core.expectations import Expectations
 from core.models import ModelBundle
 from core.prompting import encode_prompt, stop_token_ids
 from core.routing import resolve_route
 from core.scorer import Scorer
+from core.textdiff import word_diff
 from core.trace import Fidelity, Trace
 
 
@@ -64,9 +70,18 @@ def teacher_forced(bundle: ModelBundle, prompt_ids: list[int], output_ids: list[
     return agreement, nll
 
 
+def expectations_for(prompt: str) -> Expectations | None:
+    """The expectations an example prompt carries (None for prompts typed by hand or without any)."""
+    from examples import expectations_for as lookup  # examples are data; core only reads them here
+
+    return lookup(prompt)
+
+
 def attach_fidelity(bundle: ModelBundle, trace: Trace, reference: list[int] | None = None,
-                    use_memo: bool = True) -> Fidelity:
-    """Measure and store `trace.fidelity`; pass `reference` when the plain run is already at hand."""
+                    use_memo: bool = True, expectations: Expectations | None = None) -> Fidelity:
+    """Measure and store `trace.fidelity`; pass `reference` when the plain run is already at hand.
+
+    `expectations` default to those of the example prompt with the trace's exact text, if any."""
     if reference is None:
         reference = reference_continuation(bundle, trace, use_memo)
     output = trace.token_ids
@@ -74,6 +89,18 @@ def attach_fidelity(bundle: ModelBundle, trace: Trace, reference: list[int] | No
     while common < min(len(output), len(reference)) and output[common] == reference[common]:
         common += 1
     agreement, nll = teacher_forced(bundle, _prompt_ids(bundle, trace), output, use_memo)
+    tokenizer = bundle.verifier.tokenizer
+    output_text = tokenizer.decode(output, skip_special_tokens=True)
+    reference_text = tokenizer.decode(reference, skip_special_tokens=True)
+    diff = word_diff(output_text, reference_text, getattr(tokenizer, "all_special_tokens", ()))
+    if expectations is None:
+        expectations = expectations_for(trace.prompt)
+    checks = expectations.check(output_text) if expectations else []
+    for check, on_reference in zip(checks, expectations.check(reference_text) if expectations else [], strict=True):
+        check.full_met = on_reference.met
     trace.fidelity = Fidelity(reference_tokens=len(reference), common_prefix=common,
-                              identical=output == reference, full_agreement=agreement, full_nll=nll)
+                              identical=output == reference, full_agreement=agreement, full_nll=nll,
+                              words_differing=diff.words_differing, word_edits=diff.edits,
+                              output_words=diff.output_words, reference_words=diff.reference_words,
+                              differing_spans=list(diff.spans), expectations=checks)
     return trace.fidelity

@@ -90,6 +90,8 @@ class Limits:
     max_model_bytes: int = 10 * 10**9
     """Largest download (bytes of weight files) a visitor may trigger: 10 GB on CPU, 20 GB on a GPU."""
     allowed_models: tuple[str, ...] = ()
+    max_extra_bundles: int = 2
+    """Visitor-chosen model pairs kept in memory besides the embedded one (least recently chosen dropped)."""
     """If not empty, the only Hub ids or folders that may be loaded besides the embedded model."""
 
     @classmethod
@@ -124,6 +126,7 @@ SPECS: dict[str, Spec] = {
     "max_model_params": Spec("VIASD_MAX_MODEL_PARAMS", "size", 1, 10**13, "parameters of a loadable model"),
     "max_model_bytes": Spec("VIASD_MAX_MODEL_BYTES", "size", 1, 10**14, "bytes of weights a load may download"),
     "allowed_models": Spec("VIASD_ALLOWED_MODELS", "ids", help="comma-separated Hub ids; empty: any within size"),
+    "max_extra_bundles": Spec("VIASD_MAX_EXTRA_BUNDLES", "int", 0, 64, "visitor model pairs kept in memory"),
 }
 
 LIMITS = Limits.from_env()
@@ -135,3 +138,4 @@ MAX_PROMPT_CHARS = LIMITS.max_prompt_chars
 MAX_GAMMA = LIMITS.max_gamma
 MEMO_BYTES = LIMITS.memo_bytes
 RUN_TIME_BUDGET_S = LIMITS.run_time_budget_s
+MAX_EXTRA_BUNDLES = LIMITS.max_extra_bundles

@@ -23,6 +23,10 @@ Definitions (a "round" is one draft-and-verify cycle; plain decoding has one tok
                     token was trusted directly from a free drafter); unbounded, not 0.
 * tokens_per_s      generated / measured wall seconds; only meaningful when no prediction came
                     from the memo (`timing_complete`).
+* words_differing   word insertions + deletions + substitutions against the full model's own greedy
+                    output, over the words of the longer text (core.textdiff); special tokens never count.
+* expectations_met  expectations of the prompt (core.expectations) this output meets, out of
+                    expectations_total; full_expectations_met: how many the full model's own output meets.
 """
 
 from __future__ import annotations
@@ -72,7 +76,9 @@ def summarize(trace: Trace) -> dict[str, float | int | bool | str]:
     if trace.fidelity is not None:
         f = trace.fidelity
         out.update(identical_to_full=f.identical, common_prefix=f.common_prefix,
-                   full_agreement=f.full_agreement, full_nll=f.full_nll)
+                   full_agreement=f.full_agreement, full_nll=f.full_nll, words_differing=f.words_differing,
+                   expectations_met=f.expectations_met, expectations_total=len(f.expectations),
+                   full_expectations_met=f.full_expectations_met)
     return out
 
 

@@ -5,30 +5,55 @@ layer once in a `RoutedLayer` that, during a call made under `routed(route)`, ei
 or passes its input through. The active route lives in a context variable, so two routes (drafter
 and slim verifier) coexist, and concurrent requests in other threads never see each other's route.
 Skipped layers leave their KV-cache slot empty; each route therefore keeps its own cache.
+
+Sub-layer routing (as in SWIFT): a route may also skip only the attention block or only the MLP
+block of a layer it runs (`skip_attention`, `skip_mlp`); a skipped block adds nothing to the
+residual stream. A skipped attention block writes no KV entries, exactly like a skipped layer, so
+the layers the cache is sized from never have their attention skipped. Calibrated routes are
+stored as small JSON presets in `core/presets/` and resolved by name (`calibrated-slim`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import json
 import operator
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
 from core.errors import RoutingError, shown
 
-_ACTIVE: contextvars.ContextVar[frozenset[int] | None] = contextvars.ContextVar("active_route", default=None)
+PRESET_DIR = Path(__file__).parent / "presets"
+"""Calibrated routes per model (`python -m core.calibrate` writes them)."""
 
 
 @dataclass(frozen=True)
 class LayerRoute:
-    """Which decoder layers run. `layers` is sorted; `name` says where it came from."""
+    """Which decoder layers run. `layers` is sorted; `name` says where it came from.
+
+    `skip_attention` / `skip_mlp` name layers among `layers` that run without their attention or
+    MLP block (sub-layer routing); both empty means whole-layer routing, as before.
+    """
 
     layers: tuple[int, ...]
     num_layers: int
     name: str = "custom"
+    skip_attention: tuple[int, ...] = ()
+    skip_mlp: tuple[int, ...] = ()
+
+    @property
+    def key(self) -> str:
+        """What the route computes, as text: equal keys mean equal logits (memo keys must use this)."""
+        parts = [",".join(map(str, self.layers))]
+        if self.skip_attention:
+            parts.append("a-" + ",".join(map(str, self.skip_attention)))
+        if self.skip_mlp:
+            parts.append("m-" + ",".join(map(str, self.skip_mlp)))
+        return ";".join(parts)
 
     @property
     def skipped(self) -> tuple[int, ...]:
@@ -36,12 +61,17 @@ class LayerRoute:
 
     @property
     def is_full(self) -> bool:
-        return len(self.layers) == self.num_layers
+        return len(self.layers) == self.num_layers and not self.skip_attention and not self.skip_mlp
 
     def describe(self) -> str:
         if self.is_full:
             return f"{self.name}: all {self.num_layers} layers"
-        return f"{self.name}: {len(self.layers)}/{self.num_layers} layers, skips {_ranges(self.skipped)}"
+        text = f"{self.name}: {len(self.layers)}/{self.num_layers} layers, skips {_ranges(self.skipped)}"
+        if self.skip_attention:
+            text += f", attention of {_ranges(self.skip_attention)}"
+        if self.skip_mlp:
+            text += f", MLP of {_ranges(self.skip_mlp)}"
+        return text
 
 
 def _ranges(indices: tuple[int, ...]) -> str:
@@ -71,6 +101,8 @@ SEARCHED: dict[tuple[str, int, int], dict[str, tuple[int, ...]]] = {
 PRESETS: dict[str, str] = {
     "auto-slim": "searched slim route where known (SmolLM2-135M: skip 3 layers), else skip-middle-25",
     "auto-draft": "searched drafter route where known (SmolLM2-135M: skip 8 layers), else skip-middle-50",
+    "calibrated-slim": "slim route from `python -m core.calibrate` where a preset exists (core/presets), "
+                       "else auto-slim",
     "full": "every layer (the full verifier)",
     "skip-middle-25": "skip the middle quarter of the layers",
     "skip-middle-50": "skip the middle half of the layers",
@@ -100,6 +132,13 @@ def resolve_route(spec: str | tuple[int, ...] | list[int] | LayerRoute, config: 
     n = int(text_config.num_hidden_layers)
     if isinstance(spec, LayerRoute):
         layers, name = set(spec.layers), spec.name
+    elif isinstance(spec, str) and spec.startswith("calibrated-"):
+        preset = find_preset(text_config)
+        role = spec[len("calibrated-"):]
+        if preset is None or role not in preset.get("routes", {}):
+            fallback = resolve_route("auto-" + role if f"auto-{role}" in PRESETS else "auto-slim", config)
+            return LayerRoute(fallback.layers, n, f"{fallback.name} (no calibrated preset)")
+        return route_from_dict(preset["routes"][role], text_config, name=f"{spec} ({preset['name']})")
     elif isinstance(spec, str) and spec in PRESETS:
         name = spec
         searched = SEARCHED.get((text_config.model_type, n, int(getattr(text_config, "hidden_size", 0))), {})
@@ -119,7 +158,10 @@ def resolve_route(spec: str | tuple[int, ...] | list[int] | LayerRoute, config: 
             skip = set(range(round(n * int(spec.rsplit("-", 1)[1]) / 100), n))
         layers = set(range(n)) - skip
     elif isinstance(spec, str) and spec.startswith("layers:"):
-        layers, name = _parse_layers(spec[len("layers:"):], n), "custom"
+        text, _, sub = spec[len("layers:"):].partition(";")
+        layers, name = _parse_layers(text, n), "custom"
+        if sub:
+            return _with_sublayers(resolve_route(f"layers:{text}", config), sub, text_config)
     elif isinstance(spec, (tuple, list)):
         try:
             layers, name = {operator.index(i) for i in spec}, "custom"
@@ -133,6 +175,65 @@ def resolve_route(spec: str | tuple[int, ...] | list[int] | LayerRoute, config: 
         raise RoutingError(f"route names layers {listed} but the model has layers 0-{n - 1}")
     layers |= protected_layers(text_config)
     return LayerRoute(layers=tuple(sorted(layers)), num_layers=n, name=name)
+
+
+def _with_sublayers(route: LayerRoute, text: str, text_config: object) -> LayerRoute:
+    """Add 'no-attn:5,7;no-mlp:20-22' (the part of a 'layers:' spec after the first ';') to a route."""
+    skips: dict[str, set[int]] = {"no-attn": set(), "no-mlp": set()}
+    for part in filter(None, (p.strip() for p in text.split(";"))):
+        kind, _, indices = part.partition(":")
+        if kind not in skips:
+            raise RoutingError(f"cannot read '{part}': after 'layers:...;' write 'no-attn:5,7' or 'no-mlp:20-22'")
+        skips[kind] |= _parse_layers(indices, route.num_layers)
+    return with_sublayer_skips(route, skips["no-attn"], skips["no-mlp"], text_config)
+
+
+def with_sublayer_skips(route: LayerRoute, skip_attention: set[int] | tuple[int, ...],
+                        skip_mlp: set[int] | tuple[int, ...], config: object, name: str | None = None) -> LayerRoute:
+    """`route` with the attention / MLP blocks of some of its layers skipped (checked against the model)."""
+    text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
+    attention, mlp = set(skip_attention), set(skip_mlp)
+    outside = sorted(i for i in attention | mlp if i not in route.layers)
+    if outside:
+        raise RoutingError(f"sub-layer skips name layers {outside} that the route does not run")
+    kept = sorted(attention & protected_layers(text_config))
+    if kept:
+        raise RoutingError(f"the attention of layers {kept} sizes the KV cache and masks: it cannot be skipped")
+    return LayerRoute(route.layers, route.num_layers, name or route.name, tuple(sorted(attention)), tuple(sorted(mlp)))
+
+
+def route_to_dict(route: LayerRoute) -> dict:
+    """A route as JSON-ready data (what presets store)."""
+    return {"skip_layers": list(route.skipped), "skip_attention": list(route.skip_attention),
+            "skip_mlp": list(route.skip_mlp)}
+
+
+def route_from_dict(data: dict, config: object, name: str = "preset") -> LayerRoute:
+    """Inverse of `route_to_dict`, validated against the model."""
+    text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
+    n = int(text_config.num_hidden_layers)
+    base = resolve_route(sorted(set(range(n)) - set(data.get("skip_layers", []))), text_config)
+    return with_sublayer_skips(base, data.get("skip_attention", []), data.get("skip_mlp", []), text_config, name)
+
+
+def model_signature(config: object) -> dict:
+    """What a preset is matched on: model type, depth, width and vocabulary size."""
+    c = config.get_text_config() if hasattr(config, "get_text_config") else config
+    return {"model_type": c.model_type, "num_layers": int(c.num_hidden_layers),
+            "hidden_size": int(getattr(c, "hidden_size", 0)), "vocab_size": int(getattr(c, "vocab_size", 0))}
+
+
+def find_preset(config: object, directory: Path | None = None) -> dict | None:
+    """The calibrated preset whose model signature matches `config`, or None."""
+    signature = model_signature(config)
+    for path in sorted((directory or PRESET_DIR).glob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if data.get("model") == signature:
+            return data
+    return None
 
 
 def _parse_layers(text: str, num_layers: int) -> set[int]:
@@ -151,6 +252,18 @@ def _parse_layers(text: str, num_layers: int) -> set[int]:
     return layers
 
 
+@dataclass(frozen=True)
+class _Active:
+    """The route in force for the current context, as sets for fast membership tests."""
+
+    layers: frozenset[int]
+    skip_attention: frozenset[int]
+    skip_mlp: frozenset[int]
+
+
+_ACTIVE: contextvars.ContextVar[_Active | None] = contextvars.ContextVar("active_route", default=None)
+
+
 class RoutedLayer(torch.nn.Module):
     """A decoder layer that passes its input through when the active route skips it."""
 
@@ -158,10 +271,14 @@ class RoutedLayer(torch.nn.Module):
         super().__init__()
         self.layer = layer
         self.index = index
+        for attribute, part in (("self_attn", "attention"), ("mlp", "mlp")):
+            block = getattr(layer, attribute, None)
+            if isinstance(block, torch.nn.Module) and not isinstance(block, RoutedBlock):
+                setattr(layer, attribute, RoutedBlock(block, index, part))
 
     def forward(self, hidden_states: torch.Tensor, *args: object, **kwargs: object) -> torch.Tensor:
         active = _ACTIVE.get()
-        if active is not None and self.index not in active:
+        if active is not None and self.index not in active.layers:
             return hidden_states
         return self.layer(hidden_states, *args, **kwargs)
 
@@ -171,6 +288,35 @@ class RoutedLayer(torch.nn.Module):
             return super().__getattr__(name)
         except AttributeError:
             return getattr(super().__getattr__("layer"), name)
+
+
+class RoutedBlock(torch.nn.Module):
+    """A layer's attention or MLP block that adds nothing (returns zeros) when the active route skips it.
+
+    Every supported family adds the block's (possibly normalised) output to the residual stream, and
+    RMSNorm of zeros is zeros, so a zero output is exactly "this block did not run".
+    """
+
+    def __init__(self, block: torch.nn.Module, index: int, part: str) -> None:
+        super().__init__()
+        self.block = block
+        self.index = index
+        self.part = part
+
+    def forward(self, *args: object, **kwargs: object) -> object:
+        active = _ACTIVE.get()
+        skipped = None if active is None else active.skip_attention if self.part == "attention" else active.skip_mlp
+        if skipped and self.index in skipped:
+            hidden = kwargs["hidden_states"] if "hidden_states" in kwargs else args[0]
+            zeros = torch.zeros_like(hidden)
+            return (zeros, None) if self.part == "attention" else zeros
+        return self.block(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> object:
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(super().__getattr__("block"), name)
 
 
 def decoder_layers(model: torch.nn.Module) -> torch.nn.ModuleList:
@@ -193,7 +339,9 @@ def make_routable(model: torch.nn.Module) -> None:
 @contextlib.contextmanager
 def routed(route: LayerRoute | None) -> Iterator[None]:
     """Run the forward calls inside this block with only `route.layers` executed."""
-    token = _ACTIVE.set(None if route is None or route.is_full else frozenset(route.layers))
+    active = None if route is None or route.is_full else _Active(
+        frozenset(route.layers), frozenset(route.skip_attention), frozenset(route.skip_mlp))
+    token = _ACTIVE.set(active)
     try:
         yield
     finally:

@@ -1,21 +1,30 @@
-"""Side-by-side runs and threshold grids: the data behind comparison tables and trade-off charts.
+"""Side-by-side runs, threshold grids and scheme fronts: the data behind comparison tables and trade-off charts.
 
 Every run here goes through `generate` with the memo on, so a grid over thresholds only computes
 the prefixes no earlier run has visited. Speed columns are therefore from the cost model; the
 measured wall clock comes from `compare(..., replay=False)`.
+
+`sweep_schemes` runs VIA-SD (threshold pairs), BiLD (fallback x rollback) and the three
+Speculative Cascades (alpha) on the same prompts, drafter and cost profile, and `pareto_fronts`
+keeps each scheme's non-dominated settings of (modelled speed-up, words differing from the full
+model's own greedy output). `python -m core.sweep --family summarisation` prints, per family,
+which scheme is fastest within each words-differing budget.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import argparse
+from collections.abc import Callable, Iterable, Sequence
 
 import pandas as pd
 
 from core.config import DecodeConfig
 from core.engine import generate
+from core.errors import ConfigError
 from core.fidelity import attach_fidelity
 from core.metrics import measured_speedup, summarize
-from core.models import ModelBundle
+from core.models import EMBEDDED_ID, ModelBundle, load_bundle
+from core.policies import exact_alpha
 from core.trace import Trace
 
 
@@ -83,3 +92,196 @@ def threshold_grid(bundle: ModelBundle, prompt: str, config: DecodeConfig, value
         if on_progress is not None:
             on_progress(done + 1, len(pairs))
     return pd.DataFrame(rows)
+
+
+# --- Scheme fronts: VIA-SD beside the lossy baselines --------------------------------------------
+
+# Grids sized for a shared 2-core CPU (about 20 distinct runs per prompt; the memo replays repeats).
+VIA_THRESHOLDS = (1.0, 0.8, 0.5)
+BILD_FALLBACKS = (0.0, 0.6)
+BILD_ROLLBACKS = (0.0, 1.0, 3.0)
+CASCADE_ALPHAS = {  # each sweep also runs the rule's exact setting (core.policies.exact_alpha) first
+    "cascade-chow": (0.0, 0.3, 1.0),
+    "cascade-diff": (-0.2, 0.0, 0.2),
+    "cascade-opt": (-0.5, 0.0, 0.5),
+}
+SCHEMES = {
+    "via-sd": "VIA-SD: tau_accept x tau_slim (exact rule)",
+    "bild": "BiLD: fallback (draft_stop_below) x rollback (verify_alpha, nats)",
+    "cascade-chow": "Speculative Cascade, Chow deferral (verify_alpha)",
+    "cascade-diff": "Speculative Cascade, Diff deferral (verify_alpha)",
+    "cascade-opt": "Speculative Cascade, OPT deferral (verify_alpha)",
+}
+BUDGETS = (0.0, 0.01, 0.02, 0.05, 0.10, 0.20, 0.50)
+
+
+def scheme_settings(scheme: str) -> list[dict[str, object]]:
+    """The DecodeConfig changes one scheme's sweep runs; the first is its exact setting (classic SD)."""
+    if scheme == "via-sd":
+        return [{"mode": "via", "tau_accept": a, "tau_slim": s}
+                for a in VIA_THRESHOLDS for s in VIA_THRESHOLDS if s <= a]
+    if scheme == "bild":
+        return [{"mode": "sd", "verify_rule": "bild", "draft_stop_below": f, "verify_alpha": r}
+                for f in BILD_FALLBACKS for r in BILD_ROLLBACKS]
+    if scheme in CASCADE_ALPHAS:
+        alphas = (exact_alpha(scheme), *CASCADE_ALPHAS[scheme])
+        return [{"mode": "sd", "verify_rule": scheme, "verify_alpha": a} for a in alphas]
+    raise ConfigError(f"scheme must be one of {', '.join(SCHEMES)}, not '{scheme}'")
+
+
+def setting_label(setting: dict[str, object]) -> str:
+    """A short name for a setting, e.g. 'τa=0.9 τs=0.5', 'fb=0.5 rb=2', 'α=-0.1'."""
+    if setting.get("mode") == "via":
+        return f"τa={setting['tau_accept']:g} τs={setting['tau_slim']:g}"
+    if setting.get("verify_rule") == "bild":
+        return f"fb={setting['draft_stop_below']:g} rb={setting['verify_alpha']:g}"
+    return f"α={setting['verify_alpha']:g}"
+
+
+def words_differing(metrics: dict) -> tuple[float, str]:
+    """(share of the output differing from the full model's own output, which measure gave it).
+
+    Words differing (core.textdiff) when fidelity measured it; until then 1 - the share of output
+    tokens that are the full model's argmax given the output so far (`full_agreement`)."""
+    value = metrics.get("words_differing")
+    if value is not None:
+        return float(value), "words differing"
+    return 1.0 - float(metrics["full_agreement"]), "1 - token agreement"
+
+
+def sweep_schemes(bundle: ModelBundle, prompts: Sequence[str], base: DecodeConfig,
+                  schemes: Iterable[str] = tuple(SCHEMES), *,
+                  on_progress: Callable[[int, int], None] | None = None,
+                  should_stop: Callable[[], bool] | None = None) -> pd.DataFrame:
+    """Every scheme's settings on every prompt, greedy, memo on: one row per (scheme, setting, prompt).
+
+    All schemes share `base`'s drafter, gamma, routes and the cost model, so their speed-ups are
+    comparable; each is measured against the full model's own greedy output of the same length.
+    """
+    base = base.with_(temperature=0.0)
+    jobs = [(scheme, setting) for scheme in schemes for setting in scheme_settings(scheme)]
+    for _, setting in jobs:
+        base.with_(**setting).validate()  # a bad grid fails before any model runs
+    rows, done, total = [], 0, len(jobs) * len(prompts)
+    for index, prompt in enumerate(prompts):  # prompt-major: consecutive runs share the memo's prefixes
+        reference = generate(bundle, prompt, base.with_(mode="plain")).token_ids
+        for scheme, setting in jobs:
+            if should_stop is not None and should_stop():
+                return pd.DataFrame(rows)
+            trace = generate(bundle, prompt, base.with_(**setting))
+            attach_fidelity(bundle, trace, reference)
+            m = summarize(trace)
+            differing, measure = words_differing(m)
+            rows.append({"scheme": scheme, "setting": setting_label(setting), "prompt": index,
+                         "modelled_speedup": m["modelled_speedup"], "words_differing": differing,
+                         "difference_measure": measure, "identical_to_full": m["identical_to_full"],
+                         "rejection_rate": m["rejection_rate"], "tokens": m["tokens"]})
+            done += 1
+            if on_progress is not None:
+                on_progress(done, total)
+    return pd.DataFrame(rows)
+
+
+def scheme_points(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per (scheme, setting): mean modelled speed-up and mean words differing over the prompts."""
+    grouped = rows.groupby(["scheme", "setting"], sort=False)
+    points = grouped.agg(modelled_speedup=("modelled_speedup", "mean"), words_differing=("words_differing", "mean"),
+                         difference_measure=("difference_measure", "first"),
+                         identical_share=("identical_to_full", "mean"), prompts=("prompt", "nunique"))
+    return points.reset_index()
+
+
+def pareto_front(points: pd.DataFrame) -> pd.DataFrame:
+    """The points no other point beats on both axes (faster and no more differing, or as fast and less),
+    ordered from least to most differing."""
+    ordered = points.sort_values(["words_differing", "modelled_speedup"], ascending=[True, False])
+    keep, best = [], float("-inf")
+    for index, speedup in ordered["modelled_speedup"].items():
+        if speedup > best:
+            keep.append(index)
+            best = speedup
+    return ordered.loc[keep].reset_index(drop=True)
+
+
+def pareto_fronts(points: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Each scheme's own Pareto front."""
+    return {scheme: pareto_front(group) for scheme, group in points.groupby("scheme", sort=False)}
+
+
+def dominance_table(points: pd.DataFrame, budgets: Sequence[float] = BUDGETS) -> pd.DataFrame:
+    """Per words-differing budget: each scheme's best mean speed-up within it, and which scheme is fastest."""
+    rows = []
+    for budget in budgets:
+        row: dict[str, object] = {"differing <=": budget}
+        best_value, best_schemes = None, []
+        for scheme, group in points.groupby("scheme", sort=False):
+            inside = group[group["words_differing"] <= budget + 1e-9]
+            value = float(inside["modelled_speedup"].max()) if not inside.empty else None
+            row[scheme] = value
+            if value is None:
+                continue
+            if best_value is None or value > best_value + 1e-9:
+                best_value, best_schemes = value, [scheme]
+            elif abs(value - best_value) <= 1e-9:
+                best_schemes.append(scheme)
+        row["fastest"] = ", ".join(best_schemes) if best_schemes else "-"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _markdown(table: pd.DataFrame) -> str:
+    """A pandas table as a GitHub markdown table (no optional dependency)."""
+    def cell(value: object) -> str:
+        if value is None or (isinstance(value, float) and value != value):
+            return "-"
+        return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+    lines = ["| " + " | ".join(map(str, table.columns)) + " |", "|" + "---|" * len(table.columns)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in table.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m core.sweep --family summarisation`: scheme fronts and who dominates where, per family."""
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--model", default=EMBEDDED_ID)
+    parser.add_argument("--family", default="summarisation", help="a family, a comma list, or 'all'")
+    parser.add_argument("--per-family", type=int, default=2, help="prompts per family (the first n)")
+    parser.add_argument("--max-new-tokens", type=int, default=32)
+    parser.add_argument("--drafter", default="self", choices=["self", "model", "ngram"])
+    parser.add_argument("--gamma", type=int, default=DecodeConfig.gamma)
+    parser.add_argument("--schemes", default=",".join(SCHEMES))
+    parser.add_argument("--csv", help="write every (scheme, setting, prompt) row to this CSV file")
+    args = parser.parse_args(argv)
+    from examples import FAMILIES, load_prompts
+
+    families = FAMILIES if args.family == "all" else tuple(args.family.split(","))
+    schemes = tuple(args.schemes.split(","))
+    base = DecodeConfig(drafter=args.drafter, gamma=args.gamma, max_new_tokens=args.max_new_tokens)
+    bundle = load_bundle(args.model)
+    print(f"model {args.model}; drafter {args.drafter}, gamma {args.gamma}, {args.max_new_tokens} new tokens, "
+          f"greedy; first {args.per_family} prompts per family; speed-up modelled (core/cost.py), "
+          "difference measured against the full model's own greedy output")
+    everything = []
+    for family in families:
+        prompts = [p.text for p in load_prompts(family)[: args.per_family]]
+        rows = sweep_schemes(bundle, prompts, base, schemes,
+                             on_progress=lambda d, t: print(f"  {d}/{t} runs", end="\r", flush=True))
+        rows.insert(0, "family", family)
+        everything.append(rows)
+        points = scheme_points(rows)
+        measure = rows["difference_measure"].iloc[0]
+        print(f"\n### {family} ({len(prompts)} prompts; x = mean {measure}, y = mean modelled speed-up)\n")
+        print(_markdown(dominance_table(points)))
+        print("\nPareto fronts (setting: differing, speed-up):")
+        for scheme, front in pareto_fronts(points).items():
+            steps = "; ".join(f"{s} {d:.3f}, {x:.2f}x" for s, d, x in
+                              zip(front["setting"], front["words_differing"], front["modelled_speedup"], strict=True))
+            print(f"- {scheme}: {steps}")
+    if args.csv:
+        pd.concat(everything).to_csv(args.csv, index=False)
+        print(f"\nrows written to {args.csv}")
+
+
+if __name__ == "__main__":
+    main()

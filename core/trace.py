@@ -8,6 +8,9 @@ from typing import Any
 
 import pandas as pd
 
+from core.expectations import ExpectationCheck
+from core.textdiff import WordSpan
+
 
 @dataclass
 class TokenRecord:
@@ -60,13 +63,42 @@ class RoundRecord:
 
 @dataclass
 class Fidelity:
-    """How close the output is to what the full model itself would say."""
+    """How close the output is to what the full model itself would say, as a machine and as a reader sees it.
+
+    Token view: common prefix, identity, teacher-forced agreement and NLL. Reader's view
+    (core.textdiff): the share of words inserted, deleted or substituted against the full model's
+    own greedy output, and the differing spans. Task view (core.expectations): for prompts that
+    carry expectations, each one checked on this output (`met`) and on the full model's (`full_met`).
+    """
 
     reference_tokens: int  # length of the full model's own greedy continuation
     common_prefix: int  # tokens identical to it, from the start
     identical: bool
     full_agreement: float  # share of output tokens that are the full model's argmax given the output so far
     full_nll: float  # full model's mean negative log-likelihood of the output (nats/token)
+    words_differing: float = 0.0  # word edits / words in the longer text (core.textdiff)
+    word_edits: int = 0
+    output_words: int = 0
+    reference_words: int = 0
+    differing_spans: list[WordSpan] = field(default_factory=list)
+    expectations: list[ExpectationCheck] = field(default_factory=list)
+
+    @property
+    def expectations_met(self) -> int:
+        return sum(c.met for c in self.expectations)
+
+    @property
+    def full_expectations_met(self) -> int:
+        return sum(bool(c.full_met) for c in self.expectations)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Fidelity:
+        data = dict(data)
+        data["differing_spans"] = [
+            WordSpan(**{**s, "output_words": tuple(s["output_words"]), "reference_words": tuple(s["reference_words"])})
+            for s in data.get("differing_spans", [])]
+        data["expectations"] = [ExpectationCheck(**c) for c in data.get("expectations", [])]
+        return cls(**data)
 
 
 @dataclass
@@ -125,5 +157,5 @@ class Trace:
             r["calls"] = [CallRecord(**c) for c in r["calls"]]
             rounds.append(RoundRecord(**r))
         data["rounds"] = rounds
-        data["fidelity"] = Fidelity(**data["fidelity"]) if data["fidelity"] else None
+        data["fidelity"] = Fidelity.from_dict(data["fidelity"]) if data["fidelity"] else None
         return cls(**data)

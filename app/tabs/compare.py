@@ -18,7 +18,7 @@ from app.prefetch import PREFETCHER
 from app.session import SESSIONS, session_id
 from app.settings import DEFAULT, Settings
 from core import attach_fidelity, generate, summarize
-from core.errors import ConfigError
+from core.errors import ConfigError, shown
 from core.sweep import comparison_table, threshold_grid
 
 MODEL = {"concurrency_id": "model", "concurrency_limit": 1}
@@ -52,10 +52,11 @@ def _text(mode: str, trace: Any, plain: Any) -> str:
 
 def parse_values(text: str) -> list[float]:
     """'0.3, 0.5, 1' -> [0.3, 0.5, 1.0]; raises ConfigError with a readable message."""
+    text = text if isinstance(text, str) else ""
     try:
         values = sorted({round(float(v), 4) for v in text.replace(";", ",").split(",") if v.strip()})
     except ValueError:
-        raise ConfigError(f"cannot read threshold values '{text}': write them like 0.3, 0.5, 0.9") from None
+        raise ConfigError(f"cannot read threshold values '{shown(text)}': write them like 0.3, 0.5, 0.9") from None
     if not values or any(not 0.0 <= v <= 1.0 for v in values):
         raise ConfigError("threshold values must be numbers within [0, 1], e.g. 0.3, 0.5, 0.9")
     if len(values) > 8:

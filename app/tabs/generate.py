@@ -11,9 +11,12 @@ from typing import Any
 import gradio as gr
 
 from app import cards, charts, render, streaming
+from app.breakeven_chart import breakeven_figure
 from app.gpu import on_gpu, settings_seconds
 from app.guard import reports_errors
+from app.insight import prediction_markdown
 from app.prefetch import STEP
+from app.reliability_chart import confidence_histogram_figure, reliability_figure
 from app.session import SESSIONS, session_id
 from app.settings import DEFAULT, Settings
 from app.widgets import lenient
@@ -26,7 +29,7 @@ MODE_CHOICES = [("VIA-SD (three tiers)", "via"), ("classic speculative decoding"
 DRAFTER_CHOICES = [("self: the model with layers skipped", "self"), ("prompt lookup (n-gram copy)", "ngram"),
                    ("separate drafter model (load it under Models)", "model")]
 OUTPUTS = ("tokens", "status", "legend", "metrics", "metrics_json", "conf_plot", "timeline_plot", "files", "trace",
-           "headline")
+           "headline", "why", "prediction", "breakeven_plot", "reliability_plot", "strip_plot", "reliability")
 """Output names of /generate, /rerun_real and /reroute in API order (/reroute adds "tradeoff_plot")."""
 READY = "Ready. Pick an example or type a prompt, then press **Run**."
 
@@ -43,11 +46,11 @@ def _run(settings: Settings, session: str, replay: bool):
 
 @reports_errors("status", suffix=" — still showing the last good result")
 @on_gpu(settings_seconds)
-def _reroute(settings: Settings, session: str, previous: Any, grid: Any):
+def _reroute(settings: Settings, session: str, previous: Any, grid: Any, reliability: Any):
     settings.config()  # a bad value stops here, before anything on screen changes
     held = None  # held back one step so the last update also carries the trade-off chart's new star
     for update in streaming.run(settings, session, replay=True, phase="Re-routed in {seconds:.2f} s",
-                                previous=previous):
+                                previous=previous, reliability=reliability):
         if held is not None:
             yield held
         held = update
@@ -77,6 +80,7 @@ class GenerateTab:
                 status = gr.Markdown(READY, elem_id="viasd-status")
                 tokens = gr.HTML(render.tokens_html(None), elem_id="viasd-tokens-box")
                 legend = gr.HTML(render.legend_html(), elem_id="viasd-legend-box")
+                self.insight_why = gr.Markdown("", elem_id="viasd-why")
             with gr.Column(scale=3, min_width=340):
                 headline = gr.HTML(cards.headline_html({}), elem_id="viasd-headline-box")
                 tau_accept = lenient(gr.Slider(0.0, 1.0, value=DEFAULT.tau_accept, step=STEP,
@@ -111,17 +115,28 @@ class GenerateTab:
             "top_p": top_p, "seed": seed, "tau_accept": tau_accept, "tau_slim": tau_slim}
         assert list(self.widgets) == Settings.names(), "widgets must follow Settings' field (API) order"
         metrics = gr.HTML(cards.metrics_html({}), elem_id="viasd-metrics-box")
+        prediction = gr.Markdown(prediction_markdown(None, DEFAULT.tau_accept, DEFAULT.tau_slim),
+                                 elem_id="viasd-prediction")
         with gr.Row():
-            conf_plot = gr.Plot(charts.confidence_figure(None, DEFAULT.tau_accept, DEFAULT.tau_slim),
-                                label="Confidences (camera icon: save as PNG)", elem_id="viasd-conf-plot")
+            conf_plot = gr.Plot(confidence_histogram_figure(None, DEFAULT.tau_accept, DEFAULT.tau_slim),
+                                label="Confidence distribution (camera icon: save as PNG)", elem_id="viasd-conf-plot")
             timeline_plot = gr.Plot(charts.timeline_figure(None), label="Per-round timeline",
                                     elem_id="viasd-timeline-plot")
-        self.charts_slot = gr.Row(elem_id="viasd-more-charts")  # break-even and reliability charts go here
-        gr.Markdown("*Confidence chart:* a token right of the green line was trusted without a check (tier 1); "
-                    "right of the blue dashed line the slim verifier may decide (tier 2); the rest went to the "
-                    "full model. *Timeline:* bars are the modelled cost of each model per round, in full-model "
-                    "passes; the black line is measured wall time (dotted = replayed, not meaningful). "
-                    "The camera icon on each chart saves it as a PNG.")
+        with gr.Row(elem_id="viasd-more-charts"):
+            breakeven_plot = gr.Plot(breakeven_figure(None), label="Break-even: when does drafting pay?",
+                                     elem_id="viasd-breakeven-plot")
+            reliability_plot = gr.Plot(reliability_figure(None), label="Reliability of each confidence",
+                                       elem_id="viasd-reliability-plot")
+        with gr.Accordion("Per-token confidences of this run (strip chart)", open=False):
+            strip_plot = gr.Plot(charts.confidence_figure(None, DEFAULT.tau_accept, DEFAULT.tau_slim),
+                                 label="Confidences per token", elem_id="viasd-strip-plot")
+        gr.Markdown("*Confidence distribution:* teacher-forced on the last full run's text, each model's confidence "
+                    "split by whether its choice agrees with the full model; what lies right of a τ line is what "
+                    "that tier takes, red is what it would get wrong. The line above it predicts the tier shares for "
+                    "the sliders' thresholds with no model call, before the real re-route lands. *Timeline:* "
+                    "modelled cost of each model per round, in full-model passes; the black line is measured wall "
+                    "time (dotted = replayed). *Break-even:* expected speed-up over plain for the drafter's "
+                    "acceptance and cost; the star is this run. The camera icon on each chart saves it as a PNG.")
         with gr.Row():
             files = gr.File(label="Download this trace: tokens CSV, rounds CSV, full JSON",
                             file_count="multiple", interactive=False, elem_id="viasd-files")
@@ -130,7 +145,8 @@ class GenerateTab:
         self.out: dict[str, gr.components.Component] = {
             "tokens": tokens, "status": status, "legend": legend, "metrics": metrics, "metrics_json": metrics_json,
             "conf_plot": conf_plot, "timeline_plot": timeline_plot, "files": files, "trace": gr.State(None),
-            "headline": headline}
+            "headline": headline, "why": self.insight_why, "prediction": prediction, "breakeven_plot": breakeven_plot,
+            "reliability_plot": reliability_plot, "strip_plot": strip_plot, "reliability": gr.State(None)}
         assert tuple(self.out) == OUTPUTS
         self._targets = dict(self.out)  # plus the Compare tab's trade-off chart, once wired
 
@@ -148,10 +164,15 @@ class GenerateTab:
         for update in _run(Settings.from_values(**values), session_id(request), False):
             yield self._keyed(update)
 
-    def reroute(self, request: gr.Request = None, previous: Any = None, grid: Any = None, **values: Any):
+    def reroute(self, request: gr.Request = None, previous: Any = None, grid: Any = None, reliability: Any = None,
+                **values: Any):
         """Live threshold update: replay from the memo, streaming; a bad value keeps the last good result."""
-        for update in _reroute(Settings.from_values(**values), session_id(request), previous, grid):
+        for update in _reroute(Settings.from_values(**values), session_id(request), previous, grid, reliability):
             yield self._keyed(update)
+
+    def predict(self, reliability: Any, tau_accept: Any, tau_slim: Any) -> str:
+        """While a threshold slider moves: predicted tier shares, no model call (well under 50 ms)."""
+        return prediction_markdown(reliability, tau_accept, tau_slim)
 
     def stop(self, request: gr.Request = None) -> dict:
         """Ask this session's run to stop after its current round; it then shows the partial result."""
@@ -181,6 +202,10 @@ class GenerateTab:
         self.real_btn.click(self.rerun_real, None, out, api_name="rerun_real", **common)
         gr.on([self.widgets[n].release for n in ("tau_accept", "tau_slim", "gamma")], self.reroute, None,
               [*out, tradeoff_plot], api_name="reroute", trigger_mode="always_last",
-              **{**common, "inputs_kwargs": {**self.widgets, "previous": self.out["trace"], "grid": grid_state}})
+              **{**common, "inputs_kwargs": {**self.widgets, "previous": self.out["trace"], "grid": grid_state,
+                                             "reliability": self.out["reliability"]}})
+        gr.on([self.widgets[n].input for n in ("tau_accept", "tau_slim")], self.predict,
+              [self.out["reliability"], self.widgets["tau_accept"], self.widgets["tau_slim"]], self.out["prediction"],
+              api_name="predict_tiers", queue=False, show_progress="hidden")
         self.stop_btn.click(self.stop, None, self.out["status"], api_name="stop", queue=False)
         return []

@@ -8,6 +8,7 @@ from app.guard import reports_errors
 from app.prefetch import PREFETCHER
 from app.session import SESSIONS, session_id
 from core import EMBEDDED_ID
+from core.models import PAIR_PRESETS, available_presets
 
 MODEL = {"concurrency_id": "model", "concurrency_limit": 1}
 
@@ -33,6 +34,11 @@ class ModelsPanel:
                 self.drafter = gr.Textbox("", label="Drafter model (optional)",
                                           placeholder="e.g. a smaller model of the same family",
                                           elem_id="viasd-drafter-model")
+            with gr.Row():
+                self.preset = gr.Dropdown([p.label for p in PAIR_PRESETS], value=None, elem_id="viasd-pair-preset",
+                                          label="Real same-tokenizer pairs (fills the boxes)", scale=3)
+                self.check = gr.Button("Can they load here?", elem_id="viasd-pair-check", scale=1)
+            self.pairs = gr.Markdown("", elem_id="viasd-pairs")
             self.button = gr.Button("Load models", elem_id="viasd-load-models")
             self.status = gr.Markdown("Using the embedded model.", elem_id="viasd-models-status")
 
@@ -44,5 +50,25 @@ class ModelsPanel:
             result["status"] += f" — still using {SESSIONS.summary(session)}"
         return result["status"]
 
+    @staticmethod
+    def fill(label: str | None) -> tuple:
+        """A preset's ids into the boxes (loading is still the Load button's job)."""
+        for preset in PAIR_PRESETS:
+            if preset.label == label:
+                return preset.verifier, preset.drafter
+        return gr.skip(), gr.skip()
+
+    @staticmethod
+    def availability() -> str:
+        """Each real pair, its download size, and whether it can be loaded here (offline: why not)."""
+        rows = ["| pair | download | here |", "|---|---|---|"]
+        for preset, found in available_presets():
+            rows.append(f"| {preset.label} | about {preset.download_bytes / 1e9:.1f} GB | "
+                        f"{'✓ ' if found.available else '✗ '}{found.reason} |")
+        return "\n".join(rows)
+
     def wire(self) -> None:
+        self.preset.input(self.fill, self.preset, [self.verifier, self.drafter], api_visibility="private",
+                          queue=False)
+        self.check.click(self.availability, None, self.pairs, api_name="model_presets")
         self.button.click(self.load, [self.verifier, self.drafter], self.status, api_name="load_models", **MODEL)
