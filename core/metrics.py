@@ -6,13 +6,21 @@ Definitions (a "round" is one draft-and-verify cycle; plain decoding has one tok
 * rejection_rate    (drafted - accepted) / drafted: a draft token is rejected when it does not
                     end up in the output, i.e. the refused one and the ones discarded after it.
                     It is 1 - vLLM's "draft acceptance rate".
-* mean_accepted_length  accepted / rounds: kept draft tokens per round, NOT counting the
-                    regenerated, corrected or bonus token.
-* tokens_per_round  generated / rounds: counts those tokens; equals vLLM's "mean acceptance
-                    length" (1 + accepted / drafts) when every round ends with one verifier token.
+* mean_accepted_length  accepted / rounds: kept draft tokens per round (every round, drafted or
+                    not), NOT counting the regenerated, corrected or bonus token.
+* mean_acceptance_length  1 + accepted / rounds that drafted: vLLM's "mean acceptance length",
+                    with vLLM's counting (a round that drafted nothing is not a draft). It assumes
+                    every draft round ends with one verifier token (the correction or the bonus), so
+                    for classic SD it equals tokens per drafting round. VIA-SD breaks that
+                    assumption: a round whose whole draft is kept by tiers 1 and 2 emits no extra
+                    token (no bonus comes from them), so this number can exceed tokens_per_round.
+                    Plain decoding drafts nothing: 1.0 (each round yields its one token).
+* tokens_per_round  generated / rounds: every token emitted, the extra verifier token included.
 * full_calls_per_token  full-verifier forward calls / generated tokens (plain decoding: 1.0).
 * modelled_cost     sum of call costs in full-verifier passes (core.cost); plain = 1 per token.
 * modelled_speedup  generated / modelled_cost: the accelerator model's speed-up over plain.
+                    float('inf') when the cost is 0 with tokens generated: no verifier ran (every
+                    token was trusted directly from a free drafter); unbounded, not 0.
 * tokens_per_s      generated / measured wall seconds; only meaningful when no prediction came
                     from the memo (`timing_complete`).
 * words_differing   word insertions + deletions + substitutions against the full model's own greedy
@@ -34,6 +42,7 @@ def summarize(trace: Trace) -> dict[str, float | int | bool | str]:
     n = len(trace.tokens)
     rounds = len(trace.rounds)
     drafted = sum(r.drafted for r in trace.rounds)
+    drafting_rounds = sum(1 for r in trace.rounds if r.drafted)
     accepted = sum(r.accepted for r in trace.rounds)
     calls = [c for r in trace.rounds for c in r.calls]
     cost = sum(c.cost_units for c in calls)
@@ -45,9 +54,10 @@ def summarize(trace: Trace) -> dict[str, float | int | bool | str]:
         "accepted": accepted,
         "rejection_rate": (drafted - accepted) / drafted if drafted else 0.0,
         "mean_accepted_length": accepted / rounds if rounds else 0.0,
+        "mean_acceptance_length": 1.0 + accepted / drafting_rounds if drafting_rounds else 1.0,
         "tokens_per_round": n / rounds if rounds else 0.0,
         "modelled_cost": cost,
-        "modelled_speedup": n / cost if cost else 0.0,
+        "modelled_speedup": modelled_speedup(n, cost),
         "wall_s": trace.wall_s,
         "tokens_per_s": n / trace.wall_s if trace.wall_s > 0 else 0.0,
         "timing_complete": not any(c.from_memo for c in calls),
@@ -70,6 +80,14 @@ def summarize(trace: Trace) -> dict[str, float | int | bool | str]:
                    expectations_met=f.expectations_met, expectations_total=len(f.expectations),
                    full_expectations_met=f.full_expectations_met)
     return out
+
+
+def modelled_speedup(tokens: int, cost: float) -> float:
+    """Tokens per modelled full-verifier pass. A run that generated tokens at zero cost had no
+    verifier run at all (all trusted directly from a free drafter): unbounded, float('inf')."""
+    if cost > 0:
+        return tokens / cost
+    return float("inf") if tokens else 0.0
 
 
 def measured_speedup(trace: Trace, baseline: Trace) -> float | None:

@@ -13,13 +13,29 @@ import torch
 
 from core.config import DecodeConfig
 from core.engine import encode_prompt, generate
-from core.models import EMBEDDED_ID, load_bundle
+from core.models import EMBEDDED_ID, ModelBundle, load_bundle
 from core.routing import LayerRoute, routed
+
+
+@torch.inference_mode()
+def teacher_batches(bundle: ModelBundle, prompts: list[str], tokens: int,
+                    chat_template: bool = True) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(ids, targets) per prompt: prompt + the full model's own greedy answer, and the full model's
+    argmax at every position. Built on the model's device, so a CUDA model gets CUDA tensors."""
+    model, tok, device = bundle.verifier.model, bundle.verifier.tokenizer, bundle.verifier.device
+    batches = []
+    for prompt in prompts:
+        config = DecodeConfig(mode="plain", max_new_tokens=tokens, chat_template=chat_template)
+        trace = generate(bundle, prompt, config)
+        ids = torch.tensor([encode_prompt(tok, prompt, chat_template) + trace.token_ids], device=device)
+        batches.append((ids, model(input_ids=ids).logits[0].argmax(-1)))
+    return batches
 
 
 @torch.inference_mode()
 def agreement(model: torch.nn.Module, batches: list[tuple[torch.Tensor, torch.Tensor]], layers: set[int],
               num_layers: int) -> float:
+    """Share of positions where the model routed through `layers` has the same argmax as the full model."""
     route = LayerRoute(tuple(sorted(layers)), num_layers, "search")
     hits = total = 0
     for ids, targets in batches:
@@ -40,14 +56,8 @@ def main() -> None:
     from examples import load_prompts
 
     bundle = load_bundle(args.model)
-    model, tok = bundle.verifier.model, bundle.verifier.tokenizer
-    batches = []
-    for prompt in load_prompts()[: args.prompts]:
-        trace = generate(bundle, prompt.text, DecodeConfig(mode="plain", max_new_tokens=args.tokens))
-        prompt_ids = encode_prompt(tok, prompt.text)
-        ids = torch.tensor([prompt_ids + trace.token_ids])
-        full_logits = model(input_ids=ids).logits[0]
-        batches.append((ids, full_logits.argmax(-1)))
+    model = bundle.verifier.model
+    batches = teacher_batches(bundle, [p.text for p in load_prompts()[: args.prompts]], args.tokens)
     n = bundle.verifier.num_layers
     # One pass of single-layer drops ranks the layers; then drop the k least harmful for each k.
     # (A full greedy search re-ranks after every drop: k times the cost, about the same answer here.)

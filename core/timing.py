@@ -8,19 +8,23 @@ import torch
 
 
 class Stopwatch:
-    """Context manager measuring seconds; on CUDA it synchronises before reading the clock."""
+    """Context manager measuring seconds. On a CUDA device it synchronises *that* device (not every
+    GPU in the process) before reading the clock, so queued kernels are counted where they belong."""
 
     def __init__(self, device: torch.device | str = "cpu") -> None:
-        self.cuda = torch.device(device).type == "cuda"
+        device = torch.device(device)
+        self.device = device if device.type == "cuda" else None
         self.seconds = 0.0
 
+    def _sync(self) -> None:
+        if self.device is not None:
+            torch.cuda.synchronize(self.device)
+
     def __enter__(self) -> Stopwatch:
-        if self.cuda:
-            torch.cuda.synchronize()
+        self._sync()
         self._start = time.perf_counter()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.cuda:
-            torch.cuda.synchronize()
+        self._sync()
         self.seconds = time.perf_counter() - self._start

@@ -11,7 +11,7 @@ from core.drafters import PromptLookupDrafter
 from core.errors import ConfigError
 from core.metrics import summarize
 from core.sampling import Sampler, verify
-from core.tiers import Outcome, Tier, assign_tier, fires, outcome_of
+from core.tiers import REASON_TIER, Outcome, Reason, Routing, Tier, assign_tier, fires, outcome_of
 from core.trace import CallRecord, RoundRecord, TokenRecord, Trace
 
 
@@ -39,7 +39,21 @@ def test_slim_decides_when_confident_else_full():
 
 
 def test_a_full_verdict_already_paid_for_decides():
-    assert assign_tier(0.99, never, 0.9, 0.6, full_already_ran=True).tier is Tier.FULL
+    assert assign_tier(0.99, never, 0.9, 0.6, full_already_ran=True) == Routing(Tier.FULL, Reason.FREE_VERDICT)
+
+
+def test_reasons_name_the_rule_that_fired_and_agree_with_the_tier():
+    assert assign_tier(0.95, never, 0.9, 0.5, full_already_ran=False).reason is Reason.DRAFT_CONFIDENT
+    assert assign_tier(0.1, lambda: 0.8, 0.9, 0.6, full_already_ran=False).reason is Reason.SLIM_CONFIDENT
+    assert assign_tier(0.1, lambda: 0.5, 0.9, 0.6, full_already_ran=False).reason is Reason.NOT_CONFIDENT
+    stop = assign_tier(0.99, lambda: 0.1, 0.9, 0.6, full_already_ran=False, stop_token=True)
+    assert stop == Routing(Tier.FULL, Reason.STOP_TOKEN)
+    assert assign_tier(0.99, lambda: 0.8, 0.9, 0.6, full_already_ran=False, stop_token=True).tier is Tier.SLIM
+    assert set(REASON_TIER) == set(Reason)
+    for draft, slim, stop_token, ran in [(0.95, 0.1, False, False), (0.5, 0.7, False, False), (0.1, 0.1, False, False),
+                                         (0.95, 0.1, True, False), (0.95, 0.95, False, True)]:
+        routing = assign_tier(draft, lambda s=slim: s, 0.9, 0.6, full_already_ran=ran, stop_token=stop_token)
+        assert REASON_TIER[routing.reason] is routing.tier
 
 
 def test_outcomes_name_tier_and_decision():
@@ -69,6 +83,8 @@ def test_confidence_signals():
     ({"mode": "fast"}, "mode must be one of"),
     ({"draft_signal": "vibes"}, "draft_signal"),
     ({"top_p": 0.0}, "top_p"),
+    ({"seed": 2**63 + 1}, "seed"),
+    ({"seed": 2**64 + 5}, "seed"),
 ])
 def test_bad_settings_raise_one_clear_config_error(changes, words):
     with pytest.raises(ConfigError, match=words.replace("[", r"\[").replace("]", r"\]")):
@@ -136,6 +152,34 @@ def test_metric_definitions_on_a_hand_made_trace():
     assert m["full_calls_per_token"] == pytest.approx(1 / 5)
     assert m["tokens_per_s"] == pytest.approx(2.5)
     assert m["share_direct-accepted"] == pytest.approx(0.4)
+    assert m["mean_acceptance_length"] == pytest.approx(1 + 3 / 2)  # vLLM: 1 + accepted / drafts
+
+
+def test_vllm_mean_acceptance_length_counts_only_rounds_that_drafted():
+    trace = _trace()
+    trace.rounds.append(RoundRecord(2, [], accepted=0, emitted=1, calls=[CallRecord("full", 1, 6, 1.0, 0.1, False)]))
+    trace.tokens.append(TokenRecord(5, 20, "x", 2, 3, "plain", "no-draft", ""))
+    m = summarize(trace)
+    assert m["mean_acceptance_length"] == pytest.approx(1 + 3 / 2), "a round with no draft is not a draft"
+    assert m["mean_accepted_length"] == pytest.approx(3 / 3), "ours divides by every round"
+    plain = Trace("p", 5, {}, {}, trace.tokens[-1:], trace.rounds[-1:], wall_s=1.0)
+    assert summarize(plain)["mean_acceptance_length"] == 1.0
+
+
+def test_vllm_acceptance_length_exceeds_tokens_per_round_when_tier_one_ends_a_round():
+    """A round trusted entirely to tier 1 has no verifier token: vLLM's '1 +' overcounts it."""
+    tokens = [TokenRecord(i, i, "x", 0, 1, "direct-accepted", "draft-confident", "") for i in range(3)]
+    rounds = [RoundRecord(0, [0, 1, 2], accepted=3, emitted=3, calls=[])]
+    m = summarize(Trace("p", 5, {}, {}, tokens, rounds, wall_s=1.0))
+    assert m["tokens_per_round"] == pytest.approx(3) and m["mean_acceptance_length"] == pytest.approx(4)
+
+
+def test_a_run_with_zero_modelled_cost_has_an_unbounded_speedup_not_zero():
+    tokens = [TokenRecord(i, i, "x", 0, 1, "direct-accepted", "draft-confident", "") for i in range(3)]
+    rounds = [RoundRecord(0, [0, 1, 2], accepted=3, emitted=3, calls=[])]
+    m = summarize(Trace("p", 5, {}, {}, tokens, rounds, wall_s=1.0))
+    assert m["modelled_cost"] == 0 and m["modelled_speedup"] == float("inf")
+    assert summarize(Trace("p", 5, {}, {}, [], [], wall_s=0.0))["modelled_speedup"] == 0.0, "nothing generated"
 
 
 def test_trace_round_trips_through_json_and_dataframe():
@@ -166,3 +210,16 @@ def test_routes_resolve_presets_explicit_lists_and_keep_cache_critical_layers():
     assert first_full in resolve_route("skip-middle-50", gemma).layers
     with pytest.raises(RoutingError):
         resolve_route("layers:a-b", other)
+
+
+def test_stopwatch_synchronises_only_the_cuda_device_it_times(monkeypatch):
+    from core.timing import Stopwatch
+
+    synced = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: synced.append(device))
+    with Stopwatch("cpu") as watch:
+        pass
+    assert synced == [] and watch.seconds >= 0
+    with Stopwatch("cuda:1"):
+        pass
+    assert synced == [torch.device("cuda:1")] * 2
