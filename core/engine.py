@@ -150,7 +150,6 @@ class _Decoder:
         self.generated = 0  # tokens emitted so far: the next record's position
         self.memo = bundle.memo
         self.cost = CostModel(verifier.model)
-        self.call_cost: dict[str, float] = {}
         self.sampler = Sampler(config.temperature, config.top_p, config.seed)
         self.rule = verification_rule(config, self.sampler)
         self.stop_ids = stop_token_ids(verifier.model, verifier.tokenizer)
@@ -163,7 +162,6 @@ class _Decoder:
     def _scorer(self, role: str, loaded: object, route_spec: object) -> Scorer:
         route = resolve_route(route_spec, loaded.model.config)
         scorer = Scorer(role, loaded.model, route, self.memo, loaded.name, read_memo=self.replay)
-        self.call_cost[role] = self.cost.call_cost(loaded.model, route)  # fixed per (model, route): priced once
         return scorer
 
     def _make_drafter(self, bundle: ModelBundle) -> Drafter | None:
@@ -263,7 +261,8 @@ class _Decoder:
 
     def _call(self, scorer: Scorer, call: ScorerCall) -> CallRecord:
         return CallRecord(role=scorer.role, tokens_processed=call.tokens_processed, layers=call.layers,
-                          cost_units=self.call_cost[scorer.role], wall_s=call.wall_s, from_memo=call.from_memo)
+                          cost_units=self.cost.cost_units(scorer.model, scorer.route, call.tokens_processed),
+                          wall_s=call.wall_s, from_memo=call.from_memo)
 
     def models_info(self, bundle: ModelBundle) -> dict:
         return {
@@ -323,6 +322,7 @@ def iter_generate(bundle: ModelBundle, prompt: str, config: DecodeConfig, *, rep
         tokens.extend(r.token_id for r in records)
         trace.rounds.append(round_)
         trace.wall_s += round_.wall_s
+        trace.plain_cost_units = decoder.cost.plain_cost(len(prompt_ids), len(trace.tokens))
         if tokens[-1] in decoder.stop_ids:
             trace.stop_reason = "eos"
             break

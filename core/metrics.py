@@ -17,8 +17,11 @@ Definitions (a "round" is one draft-and-verify cycle; plain decoding has one tok
                     Plain decoding drafts nothing: 1.0 (each round yields its one token).
 * tokens_per_round  generated / rounds: every token emitted, the extra verifier token included.
 * full_calls_per_token  full-verifier forward calls / generated tokens (plain decoding: 1.0).
-* modelled_cost     sum of call costs in full-verifier passes (core.cost); plain = 1 per token.
-* modelled_speedup  generated / modelled_cost: the accelerator model's speed-up over plain.
+* modelled_cost     sum of call costs in full-verifier one-token passes (core.cost: a call is priced
+                    by the layers it runs and the tokens it processes, so a long prefill or catch-up
+                    costs more than one unit).
+* modelled_speedup  plain decoding's modelled cost for the same prompt and tokens / modelled_cost:
+                    the accelerator model's speed-up over plain (plain itself: exactly 1).
                     float('inf') when the cost is 0 with tokens generated: no verifier ran (every
                     token was trusted directly from a free drafter); unbounded, not 0.
 * tokens_per_s      generated / measured wall seconds; only meaningful when no prediction came
@@ -57,7 +60,7 @@ def summarize(trace: Trace) -> dict[str, float | int | bool | str]:
         "mean_acceptance_length": 1.0 + accepted / drafting_rounds if drafting_rounds else 1.0,
         "tokens_per_round": n / rounds if rounds else 0.0,
         "modelled_cost": cost,
-        "modelled_speedup": modelled_speedup(n, cost),
+        "modelled_speedup": modelled_speedup(trace.plain_cost_units or n, cost),
         "wall_s": trace.wall_s,
         "tokens_per_s": n / trace.wall_s if trace.wall_s > 0 else 0.0,
         "timing_complete": not any(c.from_memo for c in calls),
@@ -82,12 +85,12 @@ def summarize(trace: Trace) -> dict[str, float | int | bool | str]:
     return out
 
 
-def modelled_speedup(tokens: int, cost: float) -> float:
-    """Tokens per modelled full-verifier pass. A run that generated tokens at zero cost had no
-    verifier run at all (all trusted directly from a free drafter): unbounded, float('inf')."""
+def modelled_speedup(plain_cost: float, cost: float) -> float:
+    """Plain decoding's modelled cost over this run's. A run that generated tokens at zero cost had
+    no verifier run at all (all trusted directly from a free drafter): unbounded, float('inf')."""
     if cost > 0:
-        return tokens / cost
-    return float("inf") if tokens else 0.0
+        return plain_cost / cost
+    return float("inf") if plain_cost else 0.0
 
 
 def measured_speedup(trace: Trace, baseline: Trace) -> float | None:

@@ -114,6 +114,7 @@ class Trace:
     wall_s: float = 0.0
     stop_reason: str = "running"  # eos | max_new_tokens | cancelled | time-budget | running
     fidelity: Fidelity | None = None
+    plain_cost_units: float = 0.0  # what plain decoding would cost for these tokens (prefill included), same model
 
     @property
     def text(self) -> str:

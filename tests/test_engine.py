@@ -232,7 +232,8 @@ def test_fidelity_matches_an_independent_no_memo_computation(bundle):
 
 
 def test_a_run_where_no_verifier_ran_reports_an_unbounded_speedup(bundle):
-    trace = generate(bundle, PROMPT, BASE.with_(drafter="ngram", tau_accept=0.0, tau_slim=0.0, max_new_tokens=16))
+    trace = generate(bundle, PROMPT, BASE.with_(drafter="ngram", tau_accept=0.0, tau_slim=0.0, max_new_tokens=16,
+                                                copy_evidence="statistic"))
     m = summarize(trace)
     assert {t.outcome for t in trace.tokens} == {"direct-accepted"}
     assert m["modelled_cost"] == 0 and m["modelled_speedup"] == float("inf")
