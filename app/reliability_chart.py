@@ -110,9 +110,9 @@ def confidence_histogram_figure(data: ReliabilityData | None, tau_accept: float,
                     x=signals.confidence[signal][chosen], xbins=edges, name="agrees with full" if agree else "differs",
                     legendgroup=str(agree), showlegend=row == 1, marker={"color": AGREE_COLOURS[agree]},
                     hovertemplate="confidence %{x}: %{y} tokens<extra></extra>"), row=row, col=1)
-    for row, tau in ((1, tau_accept), (2, tau_slim)):
+    for row, (name, tau) in enumerate((("τ_accept", tau_accept), ("τ_slim", tau_slim)), start=1):
         fig.add_vline(x=tau, line={"color": "#333333", "width": 3}, row=row, col=1,
-                      annotation_text=f"τ = {tau:.2f}" + (" (off)" if tau >= 1.0 else ""))
+                      annotation_text=f"{name} = {tau:.2f}" + (" (off)" if tau >= 1.0 else ""))
     fig.update_layout(barmode="stack")
     fig.update_xaxes(range=[0, 1.0], title_text="confidence", row=2, col=1)
     fig.update_yaxes(title_text="tokens")

@@ -17,9 +17,10 @@ from app.guard import reports_errors
 from app.prefetch import PREFETCHER
 from app.session import SESSIONS, session_id
 from app.settings import DEFAULT, Settings
+from app.tradeoff_chart import tradeoff_chart
 from core import attach_fidelity, generate, summarize
 from core.errors import ConfigError, shown
-from core.sweep import comparison_table, threshold_grid
+from core.sweep import comparison_table, scheme_points, sweep_schemes, threshold_grid
 
 MODEL = {"concurrency_id": "model", "concurrency_limit": 1}
 DEFAULT_GRID = "0.3, 0.5, 0.7, 0.9, 1.0"
@@ -115,6 +116,23 @@ def _grid(settings: Settings, session: str, values_text: str, progress: Any) -> 
                                          "is modelled; agreement is measured."}
 
 
+@reports_errors("schemes_status")
+def _schemes(settings: Settings, session: str, progress: Any) -> dict:
+    config = settings.config()
+    bundle = SESSIONS.bundle(session)
+    should_stop = SESSIONS.start_job(session)
+    with PREFETCHER.foreground():
+        rows = sweep_schemes(bundle, [settings.prompt], config, should_stop=should_stop,
+                             on_progress=lambda done, total: progress(done / total, desc=f"setting {done}/{total}"))
+    points = scheme_points(rows) if len(rows) else None
+    stopped = " (stopped early)" if should_stop() else ""
+    measure = str(rows["difference_measure"].iloc[0]) if len(rows) else "words differing"
+    return {"schemes_plot": tradeoff_chart(points), "schemes_status":
+            f"**Schemes done{stopped}:** {len(rows)} settings on this prompt. Speed-up is modelled (accelerator "
+            f"cost model); x = {measure} from the full model's own output. Each scheme's exact setting is classic "
+            "SD; the fronts show what each trades for speed."}
+
+
 class CompareTab:
     """Three texts side by side, a table, and the trade-off grid; inputs come from the Generate tab."""
 
@@ -145,6 +163,15 @@ class CompareTab:
         self.tradeoff_plot = gr.Plot(charts.tradeoff_figure(None, DEFAULT.tau_accept, DEFAULT.tau_slim),
                                      label="Trade-off (camera icon: save as PNG)")
         grid_table = gr.Dataframe(label="Grid", interactive=False)
+        gr.Markdown("### VIA-SD beside the other lossy schemes\nBiLD (fallback and rollback thresholds; Kim et al., "
+                    "2023) and Speculative Cascades (Chow / Diff / OPT deferral; Narasimhan et al., 2025) run in the "
+                    "same loop with the same drafter, over small grids of their own parameters (memo on).")
+        with gr.Row():
+            self.schemes_btn = gr.Button("Run VIA-SD, BiLD and cascades", variant="primary", elem_id="viasd-schemes")
+            schemes_status = gr.Markdown("")
+        self.schemes_out = {"schemes_plot": gr.Plot(tradeoff_chart(None), label="Pareto fronts per scheme",
+                                                    elem_id="viasd-schemes-plot"),
+                            "schemes_status": schemes_status}
         self.grid_state = gr.State(None)
         self.grid_out = {"tradeoff_plot": self.tradeoff_plot, "grid_table": grid_table, "grid_status": grid_status,
                          "grid": self.grid_state}
@@ -161,6 +188,12 @@ class CompareTab:
         update = _grid(Settings.from_values(**values), session_id(request), values_text, progress)
         return {self.grid_out[name]: value for name, value in update.items()}
 
+    def schemes(self, request: gr.Request = None, progress: gr.Progress = gr.Progress(),  # noqa: B008
+                **values: Any) -> dict:
+        """Every scheme's small parameter grid on this prompt: Pareto fronts of speed-up vs difference."""
+        update = _schemes(Settings.from_values(**values), session_id(request), progress)
+        return {self.schemes_out[name]: value for name, value in update.items()}
+
     def stop(self, request: gr.Request = None) -> dict:
         SESSIONS.request_stop(session_id(request))
         return {self.compare_out["status"]: "■ Stop requested: the mode running now ends after its current round."}
@@ -172,5 +205,7 @@ class CompareTab:
                           show_progress="minimal", **MODEL)
         self.grid_btn.click(self.grid, None, list(self.grid_out.values()),
                             inputs_kwargs={**widgets, "values_text": self.grid_values}, api_name="grid", **MODEL)
+        self.schemes_btn.click(self.schemes, None, list(self.schemes_out.values()), inputs_kwargs=widgets,
+                               api_name="schemes", **MODEL)
         self.stop_btn.click(self.stop, None, self.compare_out["status"], api_visibility="private", queue=False)
 
