@@ -57,8 +57,9 @@ class ModelDrafter:
     """
 
     def __init__(self, scorer: Scorer, sampler: Sampler, signal: str, stop_ids: set[int], description: str,
-                 stop_below: float = 0.0) -> None:
+                 stop_below: float = 0.0, vocab_size: int | None = None) -> None:
         self.scorer = scorer
+        self.vocab_size = vocab_size  # the verifier's: a padded drafter must not propose ids past it
         self.sampler = sampler
         self.signal = signal
         self.stop_ids = stop_ids
@@ -73,7 +74,7 @@ class ModelDrafter:
         sequence = list(tokens)
         for _ in range(gamma):
             logits, call = self.scorer.predict(sequence, len(sequence), len(sequence))
-            probs = self.sampler.distribution(logits[0])
+            probs = self._within_vocabulary(self.sampler.distribution(logits[0]))
             token = self.sampler.pick(probs)
             draft.tokens.append(token)
             draft.probs.append(probs)
@@ -83,6 +84,16 @@ class ModelDrafter:
             if token in self.stop_ids or draft.confidences[-1] < self.stop_below:
                 break
         return draft
+
+
+    def _within_vocabulary(self, probs: torch.Tensor) -> torch.Tensor:
+        """Zero the padding ids a drafter's larger embedding matrix has beyond the verifier's vocabulary
+        and renormalise, so the draft is a distribution over tokens the verifier can score."""
+        if self.vocab_size is None or probs.shape[-1] <= self.vocab_size:
+            return probs
+        probs = probs.clone()
+        probs[self.vocab_size:] = 0.0
+        return probs / probs.sum()
 
 
 class PromptLookupDrafter:

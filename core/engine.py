@@ -178,7 +178,10 @@ class _Decoder:
         else:
             scorer = self._scorer("drafter", bundle.verifier, c.draft_route)
             description = f"self ({scorer.route.describe()})"
-        return ModelDrafter(scorer, self.sampler, c.draft_signal, self.stop_ids, description, c.draft_stop_below)
+        head = bundle.verifier.model.get_output_embeddings()
+        vocab = int(head.weight.shape[0]) if head is not None else None
+        return ModelDrafter(scorer, self.sampler, c.draft_signal, self.stop_ids, description, c.draft_stop_below,
+                            vocab_size=vocab)
 
     def run_round(self, tokens: list[int], budget: int, index: int) -> tuple[list[TokenRecord], RoundRecord]:
         """One round of the algorithm box: draft, route each token through the tiers, maybe a bonus."""

@@ -232,8 +232,8 @@ def test_fidelity_matches_an_independent_no_memo_computation(bundle):
 
 
 def test_a_run_where_no_verifier_ran_reports_an_unbounded_speedup(bundle):
-    trace = generate(bundle, PROMPT, BASE.with_(drafter="ngram", tau_accept=0.0, tau_slim=0.0, max_new_tokens=16,
-                                                copy_evidence="statistic"))
+    config = BASE.with_(drafter="ngram", tau_accept=0.0, tau_slim=0.0, max_new_tokens=16, copy_evidence="statistic")
+    trace = generate(bundle, PROMPT, config)
     m = summarize(trace)
     assert {t.outcome for t in trace.tokens} == {"direct-accepted"}
     assert m["modelled_cost"] == 0 and m["modelled_speedup"] == float("inf")
@@ -246,7 +246,8 @@ def test_a_stop_token_is_never_trusted_directly(tau, reason):
     bundle = tiny_bundle("llama", layers=6, middle_scale=0.1, avoid_eos=True)
     period = bundle.verifier.tokenizer.convert_tokens_to_ids(".")
     bundle.verifier.model.generation_config.eos_token_id = [0, period]
-    config = BASE.with_(drafter="ngram", tau_accept=tau, tau_slim=tau, slim_signal="margin", gamma=8)
+    config = BASE.with_(drafter="ngram", tau_accept=tau, tau_slim=tau, slim_signal="margin", gamma=8,
+                        copy_evidence="statistic")  # copies pass tier 1 on their statistic alone
     trace = generate(bundle, "the cat sat on the mat. the cat", config)
     round_ = next(r for r in trace.rounds if period in r.draft_tokens)  # the copied '.' was drafted
     at = round_.draft_tokens.index(period)
