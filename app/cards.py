@@ -16,6 +16,11 @@ PARTIAL_STOPS = {"cancelled", "time-budget"}
 """Stop reasons that mean the run did not finish: its metrics describe a partial result."""
 
 
+def speed_text(speedup: float) -> str:
+    """A speed-up for people: 'unbounded' when no verifier ran at all (zero modelled cost)."""
+    return "∞ (no verifier ran)" if speedup == float("inf") else f"{speedup:.2f}×"
+
+
 def is_partial(trace: Trace | None) -> bool:
     return trace is not None and (bool(getattr(trace, "partial", False)) or trace.stop_reason in PARTIAL_STOPS)
 
@@ -39,7 +44,7 @@ def headline_html(metrics: dict, trace: Trace | None = None, progress: str = "")
         body = (_stat("modelled", "speed-up (modelled)", "—", "modelled_speedup")
                 + _stat("", "rejection rate", "—", "rejection_rate") + _fidelity_stat({}))
     else:
-        body = (_stat("modelled", "speed-up (modelled)", f'{metrics["modelled_speedup"]:.2f}×', "modelled_speedup")
+        body = (_stat("modelled", "speed-up (modelled)", speed_text(metrics["modelled_speedup"]), "modelled_speedup")
                 + _stat("", "rejection rate", f'{metrics["rejection_rate"]:.0%}', "rejection_rate")
                 + _fidelity_stat(metrics))
     if is_partial(trace):
@@ -60,7 +65,7 @@ def metrics_html(metrics: dict, trace: Trace | None = None) -> str:
     m = metrics
     modelled = (
         '<div class="viasd-card modelled"><h4>Modelled accelerator (cost model)</h4>'
-        f'<div class="big" data-metric="modelled_speedup">{m["modelled_speedup"]:.2f}× vs plain</div><table>'
+        f'<div class="big" data-metric="modelled_speedup">{speed_text(m["modelled_speedup"])} vs plain</div><table>'
         + _row("cost (full-model passes)", f'{m["modelled_cost"]:.1f} for {m["tokens"]} tokens')
         + _row("full-model calls / token", f'{m["full_calls_per_token"]:.2f}')
         + _row("rejection rate", f'<span data-metric="rejection_rate">{m["rejection_rate"]:.1%}</span>')

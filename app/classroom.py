@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from app.render import OUTCOMES, REPLACED, shown_round, token_style
+from core.metrics import modelled_speedup
 from core.tiers import Reason
 from core.trace import TokenRecord, Trace
 
@@ -153,10 +154,13 @@ def _caption(trace: Trace, index: int, items: list[tuple[TokenRecord, str]], dec
     opening = f"<p><b>Round {shown_round(index)} of {len(trace.rounds)}.</b> {html.escape(drafted)}</p>"
     points = "".join(f"<li data-reason='{html.escape(t.reason)}' data-outcome='{html.escape(t.outcome)}'>"
                      f"{html.escape(sentence)}</li>" for t, sentence in items)
-    speed = tokens_so_far / cost_so_far if cost_so_far else 0.0
+    prefill_extra = max(0.0, trace.plain_cost_units - len(trace.tokens)) if trace.plain_cost_units else 0.0
+    plain_so_far = tokens_so_far + prefill_extra  # plain pays the same prompt prefill, then one pass per token
+    speed = modelled_speedup(plain_so_far, cost_so_far)
+    shown = "unbounded (no verifier ran)" if speed == float("inf") else f"{speed:.2f}×"
     closing = (f"This round kept {rnd.accepted} draft word(s) and wrote {rnd.emitted}. It cost {cost_round:.2f} "
                f"full-model passes ({ran}). So far: {tokens_so_far} tokens for {cost_so_far:.2f} passes, where plain "
-               f"decoding needs {tokens_so_far} — a modelled speed-up of {speed:.2f}×.")
+               f"decoding needs {plain_so_far:.2f} — a modelled speed-up of {shown}.")
     return (f"<div class='viasd-caption' data-round='{shown_round(index)}'>{opening}<ol>{points}</ol>"
             f"<p>{html.escape(closing)}</p></div>")
 

@@ -103,3 +103,16 @@ def test_a_shut_gate_saves_slim_passes_that_never_spared_a_full_pass():
     slim_calls = summarize(gated)["slim_calls"]
     assert slim_calls < summarize(ungated)["slim_calls"]
     assert slim_calls <= 8 + len(gated.rounds) // 8 + 1  # the window, then one probe per 8 skipped rounds
+
+
+def test_a_confident_copy_refused_for_lack_of_evidence_records_why(bundle):
+    """With tier 2 off, a copy whose statistic clears tau_accept goes to the full model, and the trace
+    says why (copy-needs-evidence), not the misleading "not confident"."""
+    config = BASE.with_(tau_accept=0.3, tau_slim=0.3, copy_evidence="verifier", slim_route="full")
+    trace = generate(bundle, PROMPT, config.with_(tau_slim=0.3))
+    statistic = generate(bundle, PROMPT, config.with_(copy_evidence="statistic"))
+    trusted = [t for t in statistic.tokens if t.reason == "draft-confident"]
+    assert trusted, "the statistic alone should pass tier 1 on this repetitive prompt"
+    needs = [t for t in trace.tokens if t.reason == "copy-needs-evidence"]
+    assert needs and all(t.tier == 3 and t.draft_confidence >= 0.3 for t in needs)
+    assert not any(t.tier == 1 for t in trace.tokens)
