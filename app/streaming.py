@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from app import cards, charts, render
-from app.insight import insight_updates, measure_reliability
+from app.insight import insight_updates, measure_reliability, prediction_markdown
 from app.prefetch import PREFETCHER
 from app.session import SESSIONS
 from app.settings import Settings
@@ -78,6 +78,9 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "",
     started = time.perf_counter()
     if not SESSIONS.is_loaded():
         yield {"status": "… Loading the model (first use only, a few seconds)…"}
+    if reliability is not None:  # the new thresholds' predicted tier shares, before any model runs
+        yield {"prediction": prediction_markdown(reliability, config.tau_accept, config.tau_slim,
+                                                 config.draft_signal, config.slim_signal)}
     bundle = SESSIONS.bundle(session)
     label = "Running" if replay else "Running every pass for real (honest timing)"
     trace, last = None, 0.0

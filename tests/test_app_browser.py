@@ -180,7 +180,7 @@ def test_cockpit_shows_sliders_text_and_headline_together(page) -> None:
     assert "round 1" in title and "confidence: drafter" in title  # rounds count from 1 on screen
     page.evaluate("window.scrollTo(0, 0)")
     for selector in ("#viasd-tau-accept", "#viasd-tau-slim", "#viasd-gamma", "#viasd-tokens", "#viasd-status",
-                     "[data-metric=modelled_speedup]", "[data-metric=rejection_rate]", "[data-metric=full_agreement]"):
+                     "[data-metric=modelled_speedup]", "[data-metric=rejection_rate]", "[data-metric=words_differing]"):
         box = _in_view(page, selector)
         assert box["y"] >= 0 and box["y"] + box["height"] <= VIEWPORT["height"], f"{selector} is below the fold: {box}"
     tokens, slider = _in_view(page, "#viasd-tokens"), _in_view(page, "#viasd-tau-accept")
