@@ -8,8 +8,10 @@ Kept out of conftest.py so the core tests' fixtures and these never clash; test 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -67,3 +69,25 @@ def app_client_fixture(app_url: str) -> object:
     from gradio_client import Client
 
     return Client(app_url, verbose=False)
+
+
+CHROMIUM = "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else shutil.which("chromium") or ""
+REQUIRED = os.environ.get("VIASD_REQUIRE_BROWSER") == "1"  # CI: a missing browser is a failure, not a skip
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture(scope="module", name="browser")
+def browser_fixture() -> Iterator[object]:
+    """Debian's headless Chromium (never Playwright's own download); skipped without it unless required."""
+    if REQUIRED:
+        import playwright.sync_api as playwright
+        assert CHROMIUM, "VIASD_REQUIRE_BROWSER=1 but no chromium executable was found"
+    else:
+        playwright = pytest.importorskip("playwright.sync_api")
+        if not CHROMIUM:
+            pytest.skip("no Chromium executable (/usr/bin/chromium or chromium on PATH)")
+    with playwright.sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield launched
+        launched.close()

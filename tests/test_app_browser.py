@@ -6,21 +6,15 @@ Screenshots land in artifacts/ (light, dark, 1024x768) for a person to look at.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 from pathlib import Path
 
 import pytest
-from app_fixtures import app_url_fixture  # noqa: F401  (fixture)
+from app_fixtures import app_url_fixture, browser_fixture  # noqa: F401  (fixtures)
 
 pytestmark = [pytest.mark.embedded, pytest.mark.browser]
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
-CHROMIUM = "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else shutil.which("chromium") or ""
-REQUIRED = os.environ.get("VIASD_REQUIRE_BROWSER") == "1"  # CI: a missing browser is a failure, not a skip
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
 VIEWPORT = {"width": 1366, "height": 900}
 TIER_OUTCOMES = {"direct-accepted", "slim-accepted", "slim-regenerated", "full-accepted", "full-corrected",
                  "full-bonus"}
@@ -89,21 +83,6 @@ CONTRAST_JS = r"""
 """
 """Every visible text node's contrast ratio: its computed colour (times the opacity of its ancestors)
 against the composite of its ancestors' computed backgrounds (the first colour of a gradient)."""
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if REQUIRED:
-        import playwright.sync_api as playwright
-        assert CHROMIUM, "VIASD_REQUIRE_BROWSER=1 but no chromium executable was found"
-    else:
-        playwright = pytest.importorskip("playwright.sync_api")
-        if not CHROMIUM:
-            pytest.skip("no Chromium executable (/usr/bin/chromium or chromium on PATH)")
-    with playwright.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture(scope="module")

@@ -5,26 +5,11 @@ from __future__ import annotations
 import re
 
 import pytest
-from app_fixtures import app_url_fixture  # noqa: F401  (fixture)
-from test_app_browser import ARGS, ARTIFACTS, CHROMIUM, REQUIRED
+from app_fixtures import app_url_fixture, browser_fixture  # noqa: F401  (fixtures)
+from test_app_browser import ARTIFACTS
 
 pytestmark = [pytest.mark.embedded, pytest.mark.browser]
 PROJECTOR = {"width": 1024, "height": 768}
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if REQUIRED:
-        import playwright.sync_api as playwright
-        assert CHROMIUM, "VIASD_REQUIRE_BROWSER=1 but no chromium executable was found"
-    else:
-        playwright = pytest.importorskip("playwright.sync_api")
-        if not CHROMIUM:
-            pytest.skip("no Chromium executable (/usr/bin/chromium or chromium on PATH)")
-    with playwright.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield chromium
-        chromium.close()
 
 
 def _open(browser, url: str, viewport: dict):

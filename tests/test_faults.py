@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tiny import char_tokenizer, tiny_bundle, tiny_model
+from tiny import save_tiny_pair, tiny_bundle
 
 import core.engine as engine
 from core import DecodeConfig, generate, iter_generate
@@ -87,14 +87,8 @@ def test_no_budget_and_a_roomy_budget_finish(monkeypatch: pytest.MonkeyPatch) ->
 
 @pytest.fixture(scope="module")
 def local_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
-    root = tmp_path_factory.mktemp("models")
-    paths = []
-    for name, layers, seed in (("verifier", 4, 0), ("drafter", 2, 1)):
-        folder = root / name
-        tiny_model("llama", layers, seed=seed).save_pretrained(folder)
-        char_tokenizer().save_pretrained(folder)
-        paths.append(str(folder))
-    return paths[0], paths[1]
+    verifier, drafter = save_tiny_pair(tmp_path_factory.mktemp("models"))
+    return str(verifier), str(drafter)
 
 
 def test_a_failed_load_leaves_the_previous_pair_in_use(local_pair: tuple[str, str], tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 
 import pytest
-from tiny import char_tokenizer, tiny_model
+from tiny import save_tiny_pair, tiny_model
 
 from core import DecodeConfig, generate
 from core.errors import ConfigError, ModelLoadError, ModelPolicyError
@@ -157,14 +157,7 @@ def test_offline_hub_id_fails_fast_with_one_line(monkeypatch: pytest.MonkeyPatch
 @pytest.fixture(scope="module")
 def tiny_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A 4-layer verifier and a 2-layer drafter of one family, same tokenizer, saved with save_pretrained."""
-    root = tmp_path_factory.mktemp("pair")
-    folders = []
-    for name, layers, seed in (("verifier", 4, 0), ("drafter", 2, 1)):
-        folder = root / name
-        tiny_model("llama", layers, seed=seed).save_pretrained(folder)
-        char_tokenizer().save_pretrained(folder)
-        folders.append(folder)
-    return folders[0], folders[1]
+    return save_tiny_pair(tmp_path_factory.mktemp("pair"))
 
 
 def test_local_model_size_counts_parameters_from_safetensors_headers(tiny_pair: tuple[Path, Path]) -> None:

@@ -108,3 +108,15 @@ def tiny_bundle(family: str = "llama", layers: int = 6, drafter_layers: int | No
         drafter = loaded("tiny-drafter", tiny_model(family, drafter_layers, seed=1, vocab=drafter_vocab,
                                                     sliding_window=sliding_window))
     return ModelBundle(verifier=verifier, drafter=drafter)
+
+
+def save_tiny_pair(root: object) -> tuple[object, object]:
+    """A 4-layer verifier and a 2-layer drafter of one family, same tokenizer, saved with save_pretrained
+    under `root` (a pathlib.Path): the folders (verifier, drafter), loadable by path as a real pair."""
+    folders = []
+    for name, layers, seed in (("verifier", 4, 0), ("drafter", 2, 1)):
+        folder = root / name
+        tiny_model("llama", layers, seed=seed).save_pretrained(folder)
+        char_tokenizer().save_pretrained(folder)
+        folders.append(folder)
+    return folders[0], folders[1]
