@@ -247,6 +247,8 @@ def _parse_layers(text: str, num_layers: int) -> set[int]:
                 raise RoutingError(f"route names layers {shown(part, 40)} but the model has layers "
                                    f"0-{num_layers - 1}")
             layers.update(range(first, last + 1))
+    except RoutingError:
+        raise  # out of range: already one clear line (a RoutingError is a ValueError, so it goes first)
     except ValueError:
         raise RoutingError(f"cannot read layer list '{shown(text)}': write it like 'layers:0-3,8,10-12'") from None
     return layers
