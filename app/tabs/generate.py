@@ -170,6 +170,10 @@ class GenerateTab:
         for update in _reroute(Settings.from_values(**values), session_id(request), previous, grid, reliability):
             yield self._keyed(update)
 
+    def predict(self, reliability: Any, tau_accept: Any, tau_slim: Any) -> str:
+        """While a threshold slider moves: predicted tier shares for the new pair, no model call (< 50 ms)."""
+        return prediction_markdown(reliability, tau_accept, tau_slim)
+
     def stop(self, request: gr.Request = None) -> dict:
         """Ask this session's run to stop after its current round; it then shows the partial result."""
         if SESSIONS.request_stop(session_id(request)):
@@ -200,5 +204,8 @@ class GenerateTab:
               [*out, tradeoff_plot], api_name="reroute", trigger_mode="always_last",
               **{**common, "inputs_kwargs": {**self.widgets, "previous": self.out["trace"], "grid": grid_state,
                                              "reliability": self.out["reliability"]}})
+        gr.on([self.widgets[n].input for n in ("tau_accept", "tau_slim")], self.predict,
+              [self.out["reliability"], self.widgets["tau_accept"], self.widgets["tau_slim"]], self.out["prediction"],
+              api_name="predict_tiers", queue=False, show_progress="hidden", trigger_mode="always_last")
         self.stop_btn.click(self.stop, None, self.out["status"], api_name="stop", queue=False)
         return []
