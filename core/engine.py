@@ -109,20 +109,20 @@ class VerifierPass:
         self.ran = True
         self.on_call(self.scorer, call)
 
-    def q(self, j: int) -> torch.Tensor:
+    def _ready(self) -> VerifierPass:
+        """Run the pass the first time anything asks for one of its positions."""
         if not self.ran:
             self.run()
-        return self._q[j]
+        return self
+
+    def q(self, j: int) -> torch.Tensor:
+        return self._ready()._q[j]
 
     def best(self, j: int) -> int:
-        if not self.ran:
-            self.run()
-        return self._best[j]
+        return self._ready()._best[j]
 
     def confidence(self, j: int) -> float:
-        if not self.ran:
-            self.run()
-        return self._confidence[j]
+        return self._ready()._confidence[j]
 
     def recorded_confidence(self, j: int) -> float | None:
         """The confidence at j if this pass ran and covered j, else None (for the trace)."""
