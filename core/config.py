@@ -28,6 +28,8 @@ COPY_EVIDENCE = {
     "slim": "tier 1 keeps a copy only if the slim verifier also gives the copied token >= tau_accept",
     "verifier": "copies never take tier 1: the slim or the full verifier decides every copy",
     "statistic": "tier 1 trusts the lookup statistic alone (no model in the loop; can copy back typos)",
+    "audit": "tier 1 keeps a copy on the statistic provisionally; the full verifier's next pass, which must process "
+             "it anyway, audits it and the output is cut back to the first copy it refuses",
 }
 
 
@@ -36,15 +38,16 @@ class DecodeConfig:
     """Everything one run needs besides the models and the prompt.
 
     Thresholds: a tier fires when its confidence >= its threshold; a threshold of 1.0 switches the
-    tier off and 0.0 sends every token to it. `tau_slim <= tau_accept`: skipping verification
-    altogether should never need less confidence than trusting the slim verifier.
+    tier off and 0.0 sends every token to it. `tau_slim <= tau_accept` (unless tier 2 is off): skipping
+    verification altogether should never need less confidence than trusting the slim verifier.
     Signals: `draft_signal` is what tier 1 reads, `slim_signal` what tier 2 reads; the full
     verifier's confidence is recorded with `slim_signal` too, so the two verifiers compare directly.
     Verification: `verify_rule` is how a verifier judges a draft token ("exact": lossless; lossy
     baselines live in core.policies) with its parameter `verify_alpha`; `draft_stop_below` > 0 ends a
-    model drafter's draft when its confidence drops below it (BiLD's fallback).
+    draft (a model's or a copy) at its first token whose confidence is below it (BiLD's fallback).
     Copies: a prompt-lookup draft's confidence is a statistic of the text, not a model's belief;
-    `copy_evidence` says what model evidence tier 1 needs before it keeps a copy (COPY_EVIDENCE).
+    `copy_evidence` says what model evidence tier 1 needs before it keeps a copy (COPY_EVIDENCE);
+    under "audit", at most `audit_span` copies wait for their audit before the full verifier must run.
     Floor: with `slim_min_hit_rate` > 0, tier 2 skips its pass while fewer than that share of its
     recent passes spared the round a full pass (it then costs more than it saves); 0 never skips.
     """
@@ -69,6 +72,7 @@ class DecodeConfig:
     draft_stop_below: float = 0.0
     copy_evidence: str = "verifier"
     slim_min_hit_rate: float = 0.0
+    audit_span: int = 32
 
     @property
     def greedy(self) -> bool:
@@ -92,7 +96,7 @@ class DecodeConfig:
         self._choice("drafter", DRAFTERS)
         self._number("tau_accept", 0.0, 1.0)
         self._number("tau_slim", 0.0, 1.0)
-        if self.tau_slim > self.tau_accept:
+        if self.tau_slim > self.tau_accept and self.tau_slim < 1.0:  # 1.0 switches tier 2 off, whatever tau_accept
             raise ConfigError(
                 f"thresholds out of order: tau_slim ({self.tau_slim}) must not exceed tau_accept "
                 f"({self.tau_accept}); accepting with no verifier should need the most confidence"
@@ -115,6 +119,7 @@ class DecodeConfig:
         self._whole("ngram_size", 1, 8)
         self._number("slim_min_hit_rate", 0.0, 1.0)
         self._choice("copy_evidence", COPY_EVIDENCE)
+        self._whole("audit_span", 1, 4096, "audit_span (copies kept before their audit)")
         if not isinstance(self.chat_template, bool):
             raise ConfigError(f"chat_template must be true or false, got {shown(self.chat_template)}")
         return self
@@ -133,3 +138,13 @@ class DecodeConfig:
         value = getattr(self, name)
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             raise ConfigError(f"{label or name} must be a whole number from {low} to {high}, got {shown(value)}")
+
+
+LOOKUP_PRESET = DecodeConfig(mode="via", drafter="ngram", gamma=16, tau_accept=0.9, tau_slim=1.0,
+                             copy_evidence="audit", audit_span=32, draft_stop_below=0.5, max_new_tokens=96)
+"""VIA-SD with prompt lookup as recommended for tasks whose answer reuses the input (the app opens on
+it): copies matching the last 3 tokens with one known continuation are kept on trust and audited by
+the full model's next pass (exact), copies scoring under 0.5 are not worth a verifier's time, tier 2
+is off (no slim route is cheap and precise for this model). Chosen from `python -m core.benchmark`
+(see the README's grounded table)."""
+

@@ -102,12 +102,15 @@ class PromptLookupDrafter:
     Confidence of the k-th copied token = (n / ngram_size) x (share of all earlier occurrences of
     that n-gram whose own continuation has the same token at offset k). A long match that always
     continued the same way scores 1; a one-token match seen once with a different follow-up scores low.
+    `stop_below` > 0 cuts the copy at its first token scoring below it (BiLD's fallback, as for model
+    drafters): a verifier pass costs more per token it scores, and an unlikely copy is not worth scoring.
     """
 
     scorer = None
 
-    def __init__(self, ngram_size: int = 3) -> None:
+    def __init__(self, ngram_size: int = 3, stop_below: float = 0.0) -> None:
         self.ngram_size = ngram_size
+        self.stop_below = stop_below
 
     def describe(self) -> str:
         return f"prompt lookup (n <= {self.ngram_size})"
@@ -124,6 +127,8 @@ class PromptLookupDrafter:
             for k, token in enumerate(copied):
                 seen = [tokens[s + n + k] for s in starts if s + n + k < len(tokens)]
                 agree = sum(t == token for t in seen) / len(seen)
+                if agree * n / self.ngram_size < self.stop_below:
+                    break
                 confidences.append(agree * n / self.ngram_size)
-            return Draft(tokens=copied, confidences=confidences, probs=None)
+            return Draft(tokens=copied[:len(confidences)], confidences=confidences, probs=None)
         return Draft(probs=None)

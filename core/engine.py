@@ -18,6 +18,13 @@ The algorithm (one round; `_Decoder.run_round` below is this box in code, line f
    * Free verdicts. Once the full verifier has run in a round, it decides every later token of that
      round: its verdicts are exact and already paid for. A slim pass, once run, is reused for later
      tokens, but tier 1 still comes first for them.
+   * Audited copies (`copy_evidence="audit"`, prompt lookup). A copy that passes tier 1 on the
+     lookup statistic is kept provisionally, as is one tier 2 keeps. The full model must process every kept token anyway
+     (its KV cache catches up in its next pass), so that pass also audits them, free: at the first
+     it refuses, the output is cut back there and the full model's token is written instead (the
+     round's own draft is dropped). The full pass runs at the latest when `audit_span` tokens wait
+     or when the answer ends (cap or stop token), so no answer ends unaudited. Greedy output then equals
+     the full model's (sampling too while tier 2 is off); speed comes from auditing many copies in one pass.
    * Bonus token. When every draft token was kept and the full verifier's pass covered the whole
      draft, its prediction after the last draft token is emitted too (outcome full-bonus), as in
      classic SD. No bonus comes from the slim verifier or the drafter. With an empty draft (plain
@@ -87,13 +94,16 @@ class VerifierPass:
     """One verifier's batched pass over a round's draft, run the first time anything asks for it.
 
     `ran` says whether it has run; `q(j)`, `best(j)` and `confidence(j)` read draft position j.
+    The pass may also cover `earlier` tokens kept before the draft (copies awaiting their audit):
+    they sit at draft positions -earlier .. -1.
     Distributions stay on the device; argmax and confidence of every position come to the host in
     one transfer per pass.
     """
 
     def __init__(self, scorer: Scorer, sequence: list[int], first: int, last: int, sampler: Sampler,
-                 signal: str, on_call: Callable[[Scorer, ScorerCall], None]) -> None:
-        self.scorer, self.sequence, self.first, self.last = scorer, sequence, first, last
+                 signal: str, on_call: Callable[[Scorer, ScorerCall], None], earlier: int = 0) -> None:
+        self.scorer, self.sequence, self.first, self.last = scorer, sequence, first - earlier, last
+        self.earlier = earlier
         self.sampler, self.signal, self.on_call = sampler, signal, on_call
         self.ran = False
         self._q: torch.Tensor | None = None
@@ -116,17 +126,18 @@ class VerifierPass:
         return self
 
     def q(self, j: int) -> torch.Tensor:
-        return self._ready()._q[j]
+        return self._ready()._q[self.earlier + j]
 
     def best(self, j: int) -> int:
-        return self._ready()._best[j]
+        return self._ready()._best[self.earlier + j]
 
     def confidence(self, j: int) -> float:
-        return self._ready()._confidence[j]
+        return self._ready()._confidence[self.earlier + j]
 
     def recorded_confidence(self, j: int) -> float | None:
         """The confidence at j if this pass ran and covered j, else None (for the trace)."""
-        return self._confidence[j] if self.ran and j < len(self._confidence) else None
+        row = self.earlier + j
+        return self._confidence[row] if self.ran and 0 <= row < len(self._confidence) else None
 
 
 def verification_rule(config: DecodeConfig, sampler: Sampler) -> object:
@@ -158,6 +169,9 @@ class _Decoder:
         self.drafter: Drafter | None = self._make_drafter(bundle)
         self.tau_accept, self.tau_slim = config.effective_thresholds()
         self.slim_gate = SlimGate(config.slim_min_hit_rate)
+        # Under copy_evidence "audit": tokens kept by tiers 1 and 2 that no full pass has seen yet (a suffix
+        # of the output), each with the drafter's distribution for the audit's verdict (None: a copy).
+        self.awaiting: list[tuple[int, int, torch.Tensor | None]] = []  # (sequence position, token, p)
 
     def _scorer(self, role: str, loaded: object, route_spec: object) -> Scorer:
         route = resolve_route(route_spec, loaded.model.config)
@@ -169,7 +183,7 @@ class _Decoder:
         if c.mode == "plain":
             return None
         if c.drafter == "ngram":
-            return PromptLookupDrafter(c.ngram_size)
+            return PromptLookupDrafter(c.ngram_size, c.draft_stop_below)
         if c.drafter == "model":
             if bundle.drafter is None:
                 raise ConfigError("drafter 'model' needs a separate drafter model: load one with the bundle")
@@ -183,8 +197,11 @@ class _Decoder:
         return ModelDrafter(scorer, self.sampler, c.draft_signal, self.stop_ids, description, c.draft_stop_below,
                             vocab_size=vocab)
 
-    def run_round(self, tokens: list[int], budget: int, index: int) -> tuple[list[TokenRecord], RoundRecord]:
-        """One round of the algorithm box: draft, route each token through the tiers, maybe a bonus."""
+    def run_round(self, tokens: list[int], budget: int,
+                  index: int) -> tuple[list[TokenRecord], RoundRecord, list[TokenRecord]]:
+        """One round of the algorithm box: draft, route each token through the tiers, maybe a bonus.
+        Returns the round's tokens, its record and the round's own tokens an audit refused; when the
+        audit refuses earlier tokens, `round_.rolled_back` says how many to cut from the output first."""
         # 1. Draft.
         draft = self.drafter.propose(tokens, min(self.config.gamma, budget)) if self.drafter else Draft()
         round_ = RoundRecord(index=index, draft_tokens=list(draft.tokens), accepted=0, emitted=0,
@@ -196,7 +213,8 @@ class _Decoder:
 
         signal = self.config.slim_signal
         slim = VerifierPass(self.slim, sequence, n, n + len(draft) - 1, self.sampler, signal, record_call)
-        full = VerifierPass(self.full, sequence, n, n + len(draft), self.sampler, signal, record_call)
+        full = VerifierPass(self.full, sequence, n, n + len(draft), self.sampler, signal, record_call,
+                            earlier=len(self.awaiting))
 
         # 2. Route each draft token, left to right (tier 2 only when its gate allows it this round).
         slim_allowed = self.slim_gate.allows()
@@ -209,6 +227,12 @@ class _Decoder:
             if routing.reason is Reason.NOT_CONFIDENT and draft.probs is None and fires(draft.confidences[j],
                                                                                        self.tau_accept):
                 routing = Routing(Tier.FULL, Reason.COPY_NEEDS_EVIDENCE)  # the copy statistic alone would have passed
+            if routing.tier is not Tier.FULL and self._audited(draft) and len(self.awaiting) >= self.config.audit_span:
+                routing = Routing(Tier.FULL, Reason.AUDIT_DUE)  # enough tokens wait: the full pass runs now
+            if routing.tier is Tier.FULL and self.awaiting:  # the full pass runs now: audit the kept copies first
+                refused = self._audit(full, n)
+                if refused is not None:
+                    return self._roll_back(index, round_, records, refused, n, full, slim.ran)
             if routing.tier is Tier.DRAFT:  # tier 1: trusted as drafted
                 verdict = Verdict(True, token, "draft trusted, no verifier ran")
             elif routing.tier is Tier.SLIM:  # tier 2: the slim verifier decides
@@ -216,19 +240,63 @@ class _Decoder:
             else:  # tier 3: the full verifier decides
                 verdict = self.rule.judge(full.q(j), token, draft.p(j), full.best(j))
             records.append(self._token(index, verdict, routing, draft, slim, full, j))
+            if routing.tier is not Tier.FULL and self._audited(draft):
+                self.awaiting.append((n + j, verdict.token, draft.p(j) if verdict.accepted else None))
             round_.accepted += verdict.accepted
             if not verdict.accepted or verdict.token in self.stop_ids:
                 break
         else:
             # Bonus: the full pass's own next token after a fully kept draft (or the only token of a plain round).
             if not draft.tokens or (full.ran and len(records) < budget):
+                refused = self._audit(full, n) if self.awaiting else None
+                if refused is not None:
+                    return self._roll_back(index, round_, records, refused, n, full, slim.ran)
                 j = len(draft)
                 bonus = Verdict(False, self.sampler.pick(full.q(j)), "full verifier's own next token")
                 routing = Routing(Tier.FULL, Reason.BONUS if draft.tokens else Reason.NO_DRAFT)
                 records.append(self._token(index, bonus, routing, draft, slim, full, j))
+        if self.awaiting and (len(records) >= budget or records[-1].token_id in self.stop_ids):
+            refused = self._audit(full, n)  # the answer ends here: it must not end unaudited
+            if refused is not None:
+                return self._roll_back(index, round_, records, refused, n, full, slim.ran)
         round_.emitted = len(records)
         self.slim_gate.record(slim.ran, full.ran)
-        return records, round_
+        return records, round_, []
+
+    def _audited(self, draft: Draft) -> bool:
+        """Whether tier 1 keeps this round's copies provisionally, for the full model to audit later."""
+        return draft.probs is None and self.config.copy_evidence == "audit"
+
+    def _audit(self, full: VerifierPass, n: int) -> tuple[int, Verdict] | None:
+        """Judge every token awaiting audit with the full pass (which covers them: its KV cache had to
+        catch up over them anyway; the draft starts at sequence position n). Returns the first refused
+        (its sequence position, the full model's verdict there), or None: all stand, nothing awaits."""
+        waiting, self.awaiting = self.awaiting, []
+        for position, token, p in waiting:
+            verdict = self.rule.judge(full.q(position - n), token, p, full.best(position - n))
+            if not verdict.accepted:
+                return position, Verdict(False, verdict.token, f"audit refused a trusted copy ({verdict.why})")
+        return None
+
+    def _roll_back(self, index: int, round_: RoundRecord, records: list[TokenRecord], refused: tuple[int, Verdict],
+                   n: int, full: VerifierPass, slim_ran: bool) -> tuple[list[TokenRecord], RoundRecord,
+                                                                         list[TokenRecord]]:
+        """Cut the output back to the refused token and write the full model's token there; the round ends.
+        Tokens cut before this round are counted in `round_.rolled_back`; this round's are returned."""
+        position, verdict = refused
+        cut = n + len(records) - position
+        dropped = records[len(records) - min(cut, len(records)):]
+        kept = records[:len(records) - len(dropped)]
+        round_.rolled_back = cut - len(dropped)
+        self.generated -= cut
+        self.pieces.truncate(cut)
+        j = position - n  # < 0 for a token of an earlier round
+        correction = self._record(index, verdict, Routing(Tier.FULL, Reason.AUDIT_REFUSED), Outcome.FULL_CORRECT,
+                                  None, None, full.recorded_confidence(j))
+        round_.accepted = len(kept)
+        round_.emitted = len(kept) + 1
+        self.slim_gate.record(slim_ran, True)
+        return kept + [correction], round_, dropped
 
     def _draft_confidence(self, draft: Draft, j: int, slim: VerifierPass, full: VerifierPass,
                           slim_allowed: bool = True) -> float:
@@ -236,10 +304,10 @@ class _Decoder:
         statistic of the text, not a model's belief: under `copy_evidence` "slim" it counts only as
         far as the slim verifier agrees (its probability of the copied token; the slim pass runs only
         when the statistic alone would pass tier 1), under "verifier" (or while the slim gate is
-        shut) it never passes tier 1."""
+        shut) it never passes tier 1; under "audit" the statistic counts, as the full model audits later."""
         statistic = draft.confidences[j]
         evidence = self.config.copy_evidence
-        if draft.probs is not None or evidence == "statistic" or full.ran:
+        if draft.probs is not None or evidence in ("statistic", "audit") or full.ran:
             return statistic
         if evidence == "verifier" or not slim_allowed:
             return float("-inf")  # below every threshold, 0.0 included
@@ -249,18 +317,23 @@ class _Decoder:
 
     def _token(self, index: int, verdict: Verdict, routing: Routing, draft: Draft, slim: VerifierPass,
                full: VerifierPass, j: int) -> TokenRecord:
-        """The one place a TokenRecord is built, complete (its text piece and position included)."""
-        self.generated += 1
+        """The record of draft position j (or of the bonus after the draft), with every confidence seen."""
         if j < len(draft):
             outcome = outcome_of(routing.tier, verdict.accepted)
         else:
             outcome = Outcome.FULL_BONUS if draft.tokens else Outcome.PLAIN
+        return self._record(index, verdict, routing, outcome, draft.confidences[j] if j < len(draft) else None,
+                            slim.recorded_confidence(j), full.recorded_confidence(j))
+
+    def _record(self, index: int, verdict: Verdict, routing: Routing, outcome: Outcome, draft_confidence: float | None,
+                slim_confidence: float | None, full_confidence: float | None) -> TokenRecord:
+        """The one place a TokenRecord is built, complete (its text piece and position included)."""
+        self.generated += 1
         return TokenRecord(
             position=self.generated - 1, token_id=verdict.token, text=self.pieces.add(verdict.token),
             round=index, tier=int(routing.tier), outcome=outcome.value, reason=routing.reason.value,
-            verdict=verdict.why,
-            draft_confidence=draft.confidences[j] if j < len(draft) else None,
-            slim_confidence=slim.recorded_confidence(j), full_confidence=full.recorded_confidence(j))
+            verdict=verdict.why, draft_confidence=draft_confidence, slim_confidence=slim_confidence,
+            full_confidence=full_confidence)
 
     def _call(self, scorer: Scorer, call: ScorerCall) -> CallRecord:
         return CallRecord(role=scorer.role, tokens_processed=call.tokens_processed, layers=call.layers,
@@ -285,6 +358,13 @@ class _TextPieces:
         self.tokenizer = tokenizer
         self.ids: list[int] = []
         self.text = ""
+
+    def truncate(self, count: int) -> None:
+        """Forget the last `count` tokens (an audit cut them)."""
+        self.ids = self.ids[:len(self.ids) - count]
+        self.text = self.tokenizer.decode(self.ids, skip_special_tokens=False) if self.ids else ""
+        if self.text.endswith("\ufffd"):
+            self.text = self.text.rstrip("\ufffd")
 
     def add(self, token_id: int) -> str:
         self.ids.append(token_id)
@@ -319,8 +399,13 @@ def iter_generate(bundle: ModelBundle, prompt: str, config: DecodeConfig, *, rep
             trace.stop_reason = "time-budget"
             break
         with Stopwatch(bundle.verifier.device) as watch:
-            records, round_ = decoder.run_round(tokens, config.max_new_tokens - len(trace.tokens), len(trace.rounds))
+            records, round_, dropped = decoder.run_round(tokens, config.max_new_tokens - len(trace.tokens),
+                                                         len(trace.rounds))
         round_.wall_s = watch.seconds
+        if round_.rolled_back:  # an audit refused a trusted copy of an earlier round: cut the output back to it
+            trace.rolled_back.extend(trace.tokens[-round_.rolled_back:])
+            del trace.tokens[-round_.rolled_back:], tokens[-round_.rolled_back:]
+        trace.rolled_back.extend(dropped)
         trace.tokens.extend(records)
         tokens.extend(r.token_id for r in records)
         trace.rounds.append(round_)

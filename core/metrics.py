@@ -2,7 +2,8 @@
 
 Definitions (a "round" is one draft-and-verify cycle; plain decoding has one token per round):
 * drafted           draft tokens proposed, summed over rounds.
-* accepted          draft tokens kept in the output (by any tier).
+* accepted          draft tokens kept in the output (by any tier), counted on the final output.
+* rolled_back       tokens an audit cut from the output (copy_evidence "audit"; core.engine).
 * rejection_rate    (drafted - accepted) / drafted: a draft token is rejected when it does not
                     end up in the output, i.e. the refused one and the ones discarded after it.
                     It is 1 - vLLM's "draft acceptance rate".
@@ -39,6 +40,8 @@ from collections import Counter
 from core.tiers import Outcome
 from core.trace import Trace
 
+ACCEPTED = {Outcome.DIRECT_ACCEPT.value, Outcome.SLIM_ACCEPT.value, Outcome.FULL_ACCEPT.value}
+
 
 def summarize(trace: Trace) -> dict[str, float | int | bool | str]:
     """Run-level metrics of a trace, as a flat dict (see the module docstring for definitions)."""
@@ -46,7 +49,7 @@ def summarize(trace: Trace) -> dict[str, float | int | bool | str]:
     rounds = len(trace.rounds)
     drafted = sum(r.drafted for r in trace.rounds)
     drafting_rounds = sum(1 for r in trace.rounds if r.drafted)
-    accepted = sum(r.accepted for r in trace.rounds)
+    accepted = sum(t.outcome in ACCEPTED for t in trace.tokens)  # an audit may have cut some a round kept
     calls = [c for r in trace.rounds for c in r.calls]
     cost = sum(c.cost_units for c in calls)
     outcomes = Counter(t.outcome for t in trace.tokens)
@@ -65,6 +68,7 @@ def summarize(trace: Trace) -> dict[str, float | int | bool | str]:
         "tokens_per_s": n / trace.wall_s if trace.wall_s > 0 else 0.0,
         "timing_complete": not any(c.from_memo for c in calls),
         "stop_reason": trace.stop_reason,
+        "rolled_back": len(trace.rolled_back),
     }
     for role in ("drafter", "slim", "full"):
         mine = [c for c in calls if c.role == role]

@@ -47,6 +47,8 @@ class Reason(_Word):
     NOT_CONFIDENT = "not-confident"  # tier 3: below tau_accept and below tau_slim (or those tiers off)
     FREE_VERDICT = "free-verdict"  # tier 3: the full pass already ran this round; its verdict costs nothing
     COPY_NEEDS_EVIDENCE = "copy-needs-evidence"  # tier 3: a confident copy with no model evidence for it
+    AUDIT_DUE = "audit-due"  # tier 3: audit_span kept tokens already await the full model's audit
+    AUDIT_REFUSED = "audit-refused"  # tier 3: the full model refused an earlier trusted copy; its token replaces it
     STOP_TOKEN = "stop-token"  # tier 3: a stop token skips tier 1 (it would end the answer unverified)
     BONUS = "bonus"  # tier 3: the full pass's own next token after a fully kept draft
     NO_DRAFT = "no-draft"  # tier 3: nothing was drafted (plain decoding, or no prompt-lookup match)
@@ -68,6 +70,8 @@ REASON_TIER = {
     Reason.NOT_CONFIDENT: Tier.FULL,
     Reason.FREE_VERDICT: Tier.FULL,
     Reason.COPY_NEEDS_EVIDENCE: Tier.FULL,
+    Reason.AUDIT_DUE: Tier.FULL,
+    Reason.AUDIT_REFUSED: Tier.FULL,
     Reason.STOP_TOKEN: Tier.FULL,
     Reason.BONUS: Tier.FULL,
     Reason.NO_DRAFT: Tier.FULL,

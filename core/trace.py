@@ -49,6 +49,7 @@ class RoundRecord:
     draft_tokens: list[int]
     accepted: int  # draft tokens kept
     emitted: int  # tokens appended this round (kept drafts + a regenerated, corrected or bonus token)
+    rolled_back: int = 0  # earlier tokens this round's audit cut from the output (copy_evidence "audit")
     calls: list[CallRecord] = field(default_factory=list)
     wall_s: float = 0.0
 
@@ -115,6 +116,7 @@ class Trace:
     stop_reason: str = "running"  # eos | max_new_tokens | cancelled | time-budget | running
     fidelity: Fidelity | None = None
     plain_cost_units: float = 0.0  # what plain decoding would cost for these tokens (prefill included), same model
+    rolled_back: list[TokenRecord] = field(default_factory=list)  # tokens an audit cut from the output, in order
 
     @property
     def text(self) -> str:
@@ -138,6 +140,7 @@ class Trace:
         rows = []
         for r in self.rounds:
             row = {"round": r.index, "drafted": r.drafted, "accepted": r.accepted, "emitted": r.emitted,
+                   "rolled_back": r.rolled_back,
                    "wall_s": r.wall_s, "models_run": "+".join(r.models_run)}
             for role in ("drafter", "slim", "full"):
                 mine = [c for c in r.calls if c.role == role]
@@ -153,6 +156,7 @@ class Trace:
     def from_json(cls, text: str) -> Trace:
         data = json.loads(text)
         data["tokens"] = [TokenRecord(**t) for t in data["tokens"]]
+        data["rolled_back"] = [TokenRecord(**t) for t in data.get("rolled_back", [])]
         rounds = []
         for r in data["rounds"]:
             r["calls"] = [CallRecord(**c) for c in r["calls"]]
