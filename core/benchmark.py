@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from core.config import DecodeConfig
+from core.config import LOOKUP_PRESET, DecodeConfig
 from core.cost import CostModel
 from core.engine import generate
 from core.fidelity import attach_fidelity
@@ -33,6 +33,17 @@ from core.timing import Stopwatch
 from core.trace import Trace
 
 HF_GREEDY, HF_LOOKUP, HF_ASSISTED = "HF greedy", "HF lookup", "HF assisted"
+SAME_DRAFTS = "SD same drafts"  # classic SD with VIA-SD's own drafter settings: VIA-SD's lossless equivalent
+
+
+def lookup_config(args: argparse.Namespace) -> DecodeConfig:
+    """VIA-SD with prompt lookup: core.config.LOOKUP_PRESET, with any setting given on the command line."""
+    changes = {name: getattr(args, name) for name in ("tau_accept", "tau_slim", "copy_evidence", "audit_span",
+                                                      "draft_stop_below", "ngram_size", "lookup_gamma")
+               if getattr(args, name) is not None}
+    if "lookup_gamma" in changes:
+        changes["gamma"] = changes.pop("lookup_gamma")
+    return LOOKUP_PRESET.with_(max_new_tokens=args.max_new_tokens, **changes).validate()
 
 
 @dataclass
@@ -99,6 +110,8 @@ def _our_row(bundle: ModelBundle, prompt: object, label: str, config: DecodeConf
     trace = generate(bundle, prompt.text, config, replay=False)
     drafter = bundle.drafter.model if config.drafter == "model" and bundle.drafter is not None else None
     method = {"plain": "plain", "sd": "SD", "via": "VIA-SD"}[config.mode]
+    if config.mode == "sd" and config.drafter == "ngram" and config.draft_stop_below > 0:
+        method = SAME_DRAFTS
     return Row(label, method, "-" if config.mode == "plain" else config.drafter, trace.token_ids, trace.wall_s, trace,
                predicted=costs.predicted_speedup(trace, drafter),
                accelerator=accelerator.predicted_speedup(trace, drafter))
@@ -108,7 +121,8 @@ def run_prompt(bundle: ModelBundle, prompt: object, label: str, args: argparse.N
                accelerator: CostModel, flip: bool) -> list[Row]:
     """Every method on one prompt, interleaved; then fidelity against our plain (greedy) output."""
     prompt_ids = encode_prompt(bundle.verifier.tokenizer, prompt.text)
-    base = DecodeConfig(max_new_tokens=args.max_new_tokens, tau_accept=args.tau_accept, tau_slim=args.tau_slim)
+    base = DecodeConfig(max_new_tokens=args.max_new_tokens)
+    base = base.with_(**{k: getattr(args, k) for k in ("tau_accept", "tau_slim") if getattr(args, k) is not None})
     jobs = [lambda: Row(label, HF_GREEDY, "-", *hf_generate(bundle, prompt_ids, args.max_new_tokens)),
             lambda: _our_row(bundle, prompt, label, base.with_(mode="plain"), costs, accelerator)]
     for drafter in args.drafters:
@@ -119,8 +133,11 @@ def run_prompt(bundle: ModelBundle, prompt: object, label: str, args: argparse.N
         if drafter == "model":
             jobs.append(lambda: Row(label, HF_ASSISTED, "model", *hf_generate(
                 bundle, prompt_ids, args.max_new_tokens, assistant_model=bundle.drafter.model)))
-        for mode in ("sd", "via"):
-            config = base.with_(mode=mode, drafter=drafter, gamma=gamma)
+        configs = [base.with_(mode=mode, drafter=drafter, gamma=gamma) for mode in ("sd", "via")]
+        if drafter == "ngram":  # VIA-SD as recommended, and classic SD with the very same drafts (its lossless twin)
+            via = lookup_config(args)
+            configs = [configs[0], via.with_(mode="sd"), via]
+        for config in configs:
             jobs.append(lambda config=config: _our_row(bundle, prompt, label, config, costs, accelerator))
     runs: list[Row] = []
     for repeat in range(args.repeats):  # alternate the order; keep each method's median-time run
@@ -154,7 +171,7 @@ def run_prompt(bundle: ModelBundle, prompt: object, label: str, args: argparse.N
     return rows
 
 
-ROW_ORDER = (HF_GREEDY, "plain", HF_LOOKUP, HF_ASSISTED, "SD", "VIA-SD")
+ROW_ORDER = (HF_GREEDY, "plain", HF_LOOKUP, HF_ASSISTED, "SD", SAME_DRAFTS, "VIA-SD")
 HEADER = (f"{'prompt':17}{'method':18}{'tok/s':>7}{'x HF gr.':>9}{'x HF lk.':>9}{'meas. x':>9}{'pred. x':>9}"
           f"{'accel. x':>9}{'words':>7}{'expect.':>9}{'same':>6}")
 
@@ -202,6 +219,14 @@ def summary(rows: list[Row]) -> list[str]:
         if value is not None:
             verdict = "met" if value >= goal else f"MISSED by {goal - value:.2f}"
             lines.append(f"  {key} vs {anchor}: {value:.2f}x -> {verdict}")
+    via, twin = med.get("VIA-SD ngram"), med.get(f"{SAME_DRAFTS} ngram")
+    if via and twin and via.get("plain") and twin.get("plain"):
+        ratio = via["plain"] / twin["plain"]
+        words = via.get("words")
+        lines.append(f"  VIA-SD ngram words differing (median): {_fmt(words, '.1%', 0).strip()} -> "
+                     f"{'met' if words is not None and words <= 0.01 else 'MISSED'}")
+        lines.append(f"  floor: VIA-SD ngram vs {SAME_DRAFTS} ngram (same drafter, lossless): {ratio:.2f}x -> "
+                     f"{'met' if ratio >= 1.0 else f'MISSED by {1.0 - ratio:.2f}'}")
     errors = [abs(r.predicted / r.ratios["plain"] - 1) for r in rows
               if r.trace is not None and r.method != "plain" and r.predicted and r.ratios.get("plain")]
     if errors:
@@ -265,8 +290,14 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--gamma", type=int, default=DecodeConfig.gamma, help="draft length for model drafters")
     p.add_argument("--lookup-tokens", type=int, default=10,
                    help="prompt lookup: HF prompt_lookup_num_tokens and our gamma with drafter ngram")
-    p.add_argument("--tau-accept", type=float, default=DecodeConfig.tau_accept)
-    p.add_argument("--tau-slim", type=float, default=DecodeConfig.tau_slim)
+    p.add_argument("--tau-accept", type=float, help="VIA-SD (default: DecodeConfig's with model drafters, "
+                   "core.config.LOOKUP_PRESET's with prompt lookup)")
+    p.add_argument("--tau-slim", type=float)
+    p.add_argument("--copy-evidence", help="VIA-SD with prompt lookup (default: LOOKUP_PRESET's)")
+    p.add_argument("--audit-span", type=int)
+    p.add_argument("--draft-stop-below", type=float)
+    p.add_argument("--ngram-size", type=int)
+    p.add_argument("--lookup-gamma", type=int, help="VIA-SD draft length, prompt lookup (default: LOOKUP_PRESET)")
     p.add_argument("--profile", help="cost profile for the pred. column: a name in core/profiles, a JSON file, or "
                    "'measure' to time passes first in this process (default: this device's shipped profile)")
     p.add_argument("--threads", type=int, help="torch CPU threads")
@@ -307,8 +338,13 @@ def main(argv: list[str] | None = None) -> None:
           f"{', '.join(f'{k} {v}' for k, v in versions().items())}{load}")
     print(f"{len(prompts)} prompts ({', '.join(families)}), {args.max_new_tokens} new tokens, greedy, "
           f"median of {args.repeats} interleaved run(s) per method; "
-          f"tau_accept {args.tau_accept} tau_slim {args.tau_slim}; gamma {args.gamma} (model drafters), "
-          f"{args.lookup_tokens} (prompt lookup)")
+          f"model drafters: gamma {args.gamma}, tau {args.tau_accept or DecodeConfig.tau_accept}/"
+          f"{args.tau_slim or DecodeConfig.tau_slim}; prompt lookup: HF and SD {args.lookup_tokens} tokens")
+    if "ngram" in args.drafters:
+        via = lookup_config(args)
+        print(f"VIA-SD ngram (and {SAME_DRAFTS}, its lossless twin): gamma {via.gamma}, n <= {via.ngram_size}, "
+              f"cut below {via.draft_stop_below}, tau {via.tau_accept}/{via.tau_slim}, copies: {via.copy_evidence}"
+              f" (span {via.audit_span})")
     print(f"pred. x: {costs.label}\naccel. x: {accelerator.label}\n")
     warm = encode_prompt(bundle.verifier.tokenizer, prompts[0].text)
     hf_generate(bundle, warm, 4)
