@@ -98,7 +98,7 @@ def test_a_shared_link_round_trips_the_settings() -> None:
 def test_a_bad_value_in_a_link_is_skipped_with_a_sentence() -> None:
     opened, problems = share.settings_from_query({"tau_accept": "lots", "gamma": "6", "prompt": "hi"})
     assert opened is not None and opened.gamma == 6 and opened.prompt == "hi"
-    assert opened.tau_accept == Settings().tau_accept and problems == ["tau_accept='lots' is not a number"]
+    assert opened.tau_accept == share.LINK_BASE.tau_accept and problems == ["tau_accept='lots' is not a number"]
     opened, problems = share.settings_from_query({"tau_accept": "0.2", "tau_slim": "0.6"})
     assert opened is None and "out of order" in problems[0]
     assert not share.wants_run({"run": "0"})
