@@ -16,8 +16,10 @@ import html
 from collections.abc import Callable
 from dataclasses import replace
 
-from app.render import OUTCOMES, REPLACED, audits_copies, shown_round, token_style
-from core.metrics import modelled_speedup
+from app.render import OUTCOMES, REPLACED, audit_states, audits_copies, shown_round, token_style
+from core.config import LOOKUP_PRESET, DecodeConfig
+from core.errors import ConfigError
+from core.metrics import modelled_speedup, summarize
 from core.tiers import Reason
 from core.trace import TokenRecord, Trace
 
@@ -241,6 +243,60 @@ def _caption(trace: Trace, index: int, items: list[tuple[TokenRecord, str]], dec
                f"decoding needs {plain_so_far:.2f} — a modelled speed-up of {shown}.")
     return (f"<div class='viasd-caption' data-round='{shown_round(index)}'>{opening}<ol>{points}</ol>"
             f"<p>{html.escape(closing)}</p></div>")
+
+
+PRESETS = {"lookup": LOOKUP_PRESET}
+"""Presets a walkthrough's config may start from (`{"preset": "lookup", ...}`): the constant is read, never copied."""
+
+
+def walkthrough_config(walkthrough: dict, fixed: bool = False) -> DecodeConfig | None:
+    """The validated config a walkthrough runs, or (`fixed`) the one its "Run the fix" step runs; None if it has none.
+
+    A config is DecodeConfig fields over the engine's defaults, or over a preset named by "preset".
+    """
+    spec = walkthrough.get("fixed_config" if fixed else "config")
+    if spec is None:
+        return None
+    spec = dict(spec)
+    preset = spec.pop("preset", None)
+    if preset is not None and preset not in PRESETS:
+        raise ConfigError(f"unknown preset '{preset}' in a walkthrough: use {', '.join(PRESETS)}")
+    return (PRESETS[preset] if preset else DecodeConfig()).with_(**spec).validate()
+
+
+def fix_notes(walkthrough: dict, before: Trace, after: Trace) -> str:
+    """Markdown below the fix's replay: what the fix changed, measured on the two runs, then its talking points."""
+    b, a = summarize(before), summarize(after)
+    config = after.config
+
+    def fidelity(m: dict) -> str:
+        if "words_differing" not in m:
+            return "fidelity not measured"
+        same = "identical to the full model's own answer" if m["identical_to_full"] else \
+            f"{m['words_differing']:.0%} of words differ from the full model's own answer"
+        if m.get("expectations_total"):
+            same += f", {m['expectations_met']} of {m['expectations_total']} task expectations met"
+        return same
+
+    def speed(m: dict) -> str:
+        return "unbounded" if m["modelled_speedup"] == float("inf") else f"{m['modelled_speedup']:.2f}×"
+
+    cuts = cuts_by_round(after)
+    measured = (f"**Measured on these two runs.** Before the fix (copy_evidence "
+                f"`{before.config.get('copy_evidence')}`): {fidelity(b)}; modelled speed-up {speed(b)}. "
+                f"The fix (copy_evidence `{config.get('copy_evidence')}`, "
+                f"γ {config.get('gamma')}, τ_accept {config.get('tau_accept')}, τ_slim {config.get('tau_slim')}, "
+                f"stop below {config.get('draft_stop_below')}, audit span {config.get('audit_span')}): {fidelity(a)}; "
+                f"modelled speed-up {speed(a)}; {len(audit_states(after)) + a['rolled_back']} copied token(s) kept on "
+                f"trust and audited, of which the audit cut {a['rolled_back']}"
+                + (f" in round(s) {', '.join(str(shown_round(r)) for r in cuts)} (step there to see them struck "
+                   "through)." if cuts else "."))
+    parts = [measured]
+    points = walkthrough.get("fix_talking_points") or []
+    if points:
+        parts.append("**Talking points: the fix**\n\n" + "\n".join(f"- {p}" for p in points))
+    parts.append(f"*Ran on {after.models.get('verifier', '?')} · drafter: {after.models.get('drafter', '?')}.*")
+    return "\n\n".join(parts)
 
 
 def walkthrough_heading(walkthrough: dict) -> str:
