@@ -7,7 +7,14 @@ import re
 
 import pandas as pd
 import pytest
-from app_fixtures import PROMPT, SETTINGS, app_client_fixture, app_url_fixture, settings_with  # noqa: F401
+from app_fixtures import (  # noqa: F401  (fixtures)
+    PROMPT,
+    SETTINGS,
+    app_client_fixture,
+    app_url_fixture,
+    by_name,
+    settings_with,
+)
 
 pytestmark = pytest.mark.embedded
 
@@ -136,6 +143,41 @@ def test_walkthrough_loads_and_explains(app_client: object) -> None:
     assert {s["round"] for s in spans} == {0}, "later rounds stay hidden until reached"
     assert "Round 1 of" in out["caption"] and "passes" in out["caption"] and "data-reason=" in out["caption"]
     assert "<table>" in out["round_table"]
+
+
+def test_an_audited_run_equals_plain_greedy_and_reports_what_the_audit_cut(app_client: object) -> None:
+    """Issue 7: copies kept on trust and audited; here τ_accept is low enough that some copies are refused."""
+    from app.tabs.generate import OUTPUTS
+    from examples import load_prompts
+
+    names = tuple(n for n in OUTPUTS if n not in ("trace", "reliability"))  # States are not sent to API callers
+    prompt = load_prompts("grounded")[2].text
+    audited = settings_with(mode="via", drafter="ngram", gamma=16, tau_accept=0.6, tau_slim=1.0,
+                            copy_evidence="audit", draft_stop_below=0.5, audit_span=32, max_new_tokens=48)
+    out = by_name(app_client.predict(prompt, *audited, api_name="/generate"), names)
+    plain = by_name(app_client.predict(prompt, *settings_with(mode="plain", max_new_tokens=48),
+                                       api_name="/generate"), names)
+    assert "Done" in out["status"] and out["metrics_json"]["identical_to_full"] is True
+    text = lambda html: "".join(re.findall(r">([^<]*)</span>", html))  # noqa: E731
+    assert text(out["tokens"]) == text(plain["tokens"]), "greedy output must equal the full model's"
+    assert out["metrics_json"]["rolled_back"] > 0, "this setting should make the audit refuse a copy"
+    assert 'data-metric="rolled_back"' in out["metrics"] and "cut by the audit" in out["metrics"]
+    assert "audit refused" in out["why"] and "identical to the full model's own" in out["why"]
+    assert 'data-trust="audited"' in out["tokens"] and "audit pending" in out["legend"]
+
+
+def test_walkthrough_fix_runs_its_fixed_config(app_client: object) -> None:
+    from app.tabs.classroom import OUTPUTS
+    from core.config import LOOKUP_PRESET
+    from examples import load_walkthroughs
+
+    title = next(w["title"] for w in load_walkthroughs() if w.get("fixed_config"))
+    out = dict(zip([n for n in OUTPUTS if n != "trace"], app_client.predict(title, False, api_name="/walkthrough_fix"),
+                   strict=True))
+    assert "The fix" in out["heading"] and "copy_evidence `audit`" in out["heading"]
+    assert "Measured on these two runs" in out["notes"] and f"γ {LOOKUP_PRESET.gamma}," in out["notes"]
+    assert "identical to the full model's own answer" in out["notes"].split("The fix")[1]
+    assert _spans(out["tokens"]) and "Round 1 of" in out["caption"]
 
 
 def test_models_can_be_switched_per_session_and_bad_ids_leave_the_app_working(app_url: str, tmp_path) -> None:
