@@ -142,9 +142,9 @@ class ClassroomTab:
     def __init__(self) -> None:
         titles = list(_walkthroughs())
         with gr.Row(equal_height=False):
-            self.walk = gr.Dropdown(titles, value=titles[0] if titles else None, label="Walkthrough", scale=4,
+            self.walk = gr.Dropdown(titles, value=titles[0] if titles else None, label="Walkthrough", scale=3,
                                     min_width=220, elem_id="viasd-walk-pick")
-            self.walk_btn = gr.Button("Load walkthrough", variant="primary", scale=1, min_width=130,
+            self.walk_btn = gr.Button("Load walkthrough", variant="primary", scale=1, min_width=175,
                                       elem_id="viasd-walk")
             self.fix_btn = gr.Button("Run the fix", scale=1, min_width=120, elem_id="viasd-walk-fix",
                                      visible=_has_fix(titles[0]) if titles else False)
