@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import html
 
-from app.render import OUTCOMES
+from app.render import OUTCOMES, audit_states, audits_copies
+from core.tiers import Reason
 from core.trace import Trace
 
 PARTIAL_STOPS = {"cancelled", "time-budget"}
@@ -105,12 +106,30 @@ def metrics_html(metrics: dict, trace: Trace | None = None) -> str:
                f'<div class="note">{pending}</div></div>')
     shares = "".join(
         _row(OUTCOMES[o][1], f'{m.get(f"share_{o}", 0.0):.0%}') for o in OUTCOMES if m.get(f"share_{o}", 0.0) > 0)
-    routing = ('<div class="viasd-card"><h4>Who decided the tokens</h4><table>' + shares
+    routing = ('<div class="viasd-card"><h4>Who decided the tokens</h4><table>' + shares + _audit_rows(m, trace)
                + _row("rounds", str(m["rounds"])) + _row("stop reason", html.escape(str(m["stop_reason"])))
                + '</table></div>')
     partial = ' data-partial="1"' if is_partial(trace) else ""
     return f'<div class="viasd-cards" id="viasd-metrics"{partial}>{modelled}{measured}{fid}{routing}</div>'
 
+
+
+def audit_summary(metrics: dict, trace: Trace | None) -> dict[str, int] | None:
+    """Copies kept on trust (still in the output), tokens the audit cut and the rounds that cut them;
+    None when the run did not audit copies (copy_evidence other than "audit", or no prompt lookup)."""
+    if trace is None or not audits_copies(trace):
+        return None
+    return {"trusted": len(audit_states(trace)), "cut": int(metrics.get("rolled_back", len(trace.rolled_back))),
+            "rounds": sum(1 for t in trace.tokens if t.reason == Reason.AUDIT_REFUSED)}
+
+
+def _audit_rows(m: dict, trace: Trace | None) -> str:
+    audit = audit_summary(m, trace)
+    if audit is None:
+        return ""
+    cut = (f'<span data-metric="rolled_back">{audit["cut"]}</span> token{"s" * (audit["cut"] != 1)} '
+           f'({audit["rounds"]} refusal{"s" * (audit["rounds"] != 1)})')
+    return _row("copies kept on trust, then audited", str(audit["trusted"])) + _row("cut by the audit", cut)
 
 
 def _spans_html(trace: Trace | None, limit: int = 6) -> str:

@@ -18,11 +18,13 @@ from app.reliability_chart import (
     prediction_text,
     reliability_figure,
 )
+from app.render import FINISHED, audit_states, audits_copies
 from core import reliability
 from core.breakeven import explain_run
 from core.config import DecodeConfig
 from core.models import ModelBundle
 from core.reliability import ReliabilityData
+from core.tiers import Reason
 from core.trace import Trace
 
 log = logging.getLogger("viasd.app")
@@ -45,7 +47,7 @@ def insight_updates(bundle: ModelBundle, trace: Trace, config: DecodeConfig, dat
                     ) -> dict[str, Any]:
     """The panel's outputs for a finished trace."""
     explanation = explain_run(bundle, trace, PROFILE)
-    why = f"**Why this speed:** {explanation.sentence}"
+    why = f"**Why this speed:** {explanation.sentence}" + audit_sentence(trace)
     return {
         "why": why,
         "breakeven_plot": breakeven_figure(explanation.point, profile_label=explanation.profile_label),
@@ -56,6 +58,28 @@ def insight_updates(bundle: ModelBundle, trace: Trace, config: DecodeConfig, dat
                                           config.slim_signal),
         "reliability": data,
     }
+
+
+def audit_sentence(trace: Trace) -> str:
+    """What the audit did in this run (copy_evidence "audit"), read from the trace; "" for other runs."""
+    if not audits_copies(trace):
+        return ""
+    trusted, cut = len(audit_states(trace)), len(trace.rolled_back)
+    refusals = sum(1 for t in trace.tokens if t.reason == Reason.AUDIT_REFUSED)
+    if trusted or cut:
+        text = (f" {trusted + cut} cop{'ies were' if trusted + cut != 1 else 'y was'} kept on trust and audited by "
+                "full-model passes that had to process them anyway, many copies per pass")
+        text += (f"; the audit refused {refusals} and cut {cut} token{'s' * (cut != 1)} (drafted for nothing)"
+                 if cut else "; it refused none")
+    else:
+        text = " No copy passed τ_accept, so the full model checked every copy before it was kept (nothing to audit)"
+    identical = getattr(trace.fidelity, "identical", None)
+    if identical is not None:
+        return text + (". The output is identical to the full model's own (measured)." if identical else
+                       ". The output differs from the full model's own (measured; see the fidelity card).")
+    if trace.config.get("temperature", 0.0) == 0.0 and trace.stop_reason in FINISHED:
+        return text + ", so the output equals the full model's."
+    return text + "."
 
 
 def prediction_markdown(data: ReliabilityData | None, tau_accept: float, tau_slim: float,

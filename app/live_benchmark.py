@@ -17,6 +17,7 @@ from app import streaming
 from app.prefetch import PREFETCHER
 from app.session import SESSIONS
 from app.settings import Settings
+from core.config import DecodeConfig
 
 
 def payload_bytes(update: dict) -> int:
@@ -52,7 +53,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tokens", type=int, default=100)
     args = parser.parse_args(argv)
     SESSIONS.default_bundle().memo.clear()
-    base = Settings(prompt=args.prompt, max_new_tokens=args.tokens)
+    # the engine's defaults (self-drafting VIA-SD), not the app's opening preset: the README's numbers are for these
+    base = Settings.of(DecodeConfig(max_new_tokens=args.tokens), prompt=args.prompt)
     print(f"{'step':46}{'first s':>9}{'total s':>9}{'misses':>8}{'updates':>9}{'KB sent':>9}")
 
     def row(label: str, r: dict) -> None:

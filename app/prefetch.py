@@ -26,12 +26,13 @@ MAX_PAIRS = 8
 
 
 def neighbour_pairs(tau_accept: float, tau_slim: float, step: float = STEP, limit: int = MAX_PAIRS) -> list[tuple]:
-    """Valid (tau_accept, tau_slim) pairs one or two notches away, nearest first."""
+    """Valid (tau_accept, tau_slim) pairs one or two notches away, nearest first (τ_slim 1.0 goes with any τ_accept)."""
     pairs = []
     for da in range(-2, 3):
         for ds in range(-2, 3):
             a, s = round(tau_accept + da * step, 4), round(tau_slim + ds * step, 4)
-            if (da, ds) != (0, 0) and 0.0 <= s <= a <= 1.0:
+            in_order = s <= a or s == 1.0  # tau_slim 1.0 switches tier 2 off under any tau_accept
+            if (da, ds) != (0, 0) and 0.0 <= s <= 1.0 and 0.0 <= a <= 1.0 and in_order:
                 pairs.append((abs(da) + abs(ds), abs(da) + abs(ds) > 1 and da * ds != 0, (a, s)))
     return [pair for *_, pair in sorted(pairs)][:limit]
 

@@ -2,7 +2,12 @@
 
 Handlers, the client tests and `app.live_benchmark` all build a `Settings` and ask it for a
 validated `DecodeConfig`; the widget order of the public API (`/generate`, `/reroute`, ...) is the
-field order here, so nothing re-lists the twelve decoding values by hand.
+field order here, so nothing re-lists the decoding values by hand. Fields added later go last, so a
+caller that passes the older, shorter list keeps working (the missing values take their defaults).
+
+The defaults are the app's opening state (issue 7): grounded prompt 3 (a spelling fix) with every
+decoding value read from `core.config.LOOKUP_PRESET`, never copied; what the widgets do not expose
+(signals, n-gram size, verification rule, ...) comes from that preset too.
 """
 
 from __future__ import annotations
@@ -10,29 +15,38 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from core import DecodeConfig
+from core.config import LOOKUP_PRESET, DecodeConfig
 from core.errors import ConfigError
+from examples import load_prompts
 
-DEFAULT = DecodeConfig()
+DEFAULT = LOOKUP_PRESET
+"""The decoding values the app opens with."""
+DEFAULT_PROMPT = load_prompts("grounded")[2].text
+"""The prompt the app opens with: fix three misspellings, an answer that mostly copies its input."""
+SAMPLING = DecodeConfig(temperature=0.8, top_p=0.95)
+"""Temperature and top-p the sampling widgets show while sampling is off."""
 
 
 @dataclass(frozen=True)
 class Settings:
     """What the visitor chose: the prompt plus every decoding widget, in API order."""
 
-    prompt: str = ""
+    prompt: str = DEFAULT_PROMPT
     mode: str = DEFAULT.mode
     drafter: str = DEFAULT.drafter
     draft_route: str = str(DEFAULT.draft_route)
     slim_route: str = str(DEFAULT.slim_route)
     gamma: int = DEFAULT.gamma
-    max_new_tokens: int = 48
-    sampling: bool = False
-    temperature: float = 0.8
-    top_p: float = 0.95
-    seed: int = 0
+    max_new_tokens: int = DEFAULT.max_new_tokens
+    sampling: bool = not DEFAULT.greedy
+    temperature: float = DEFAULT.temperature if not DEFAULT.greedy else SAMPLING.temperature
+    top_p: float = DEFAULT.top_p if not DEFAULT.greedy else SAMPLING.top_p
+    seed: int = DEFAULT.seed
     tau_accept: float = DEFAULT.tau_accept
     tau_slim: float = DEFAULT.tau_slim
+    copy_evidence: str = DEFAULT.copy_evidence
+    draft_stop_below: float = DEFAULT.draft_stop_below
+    audit_span: int = DEFAULT.audit_span
 
     @classmethod
     def names(cls) -> list[str]:
@@ -45,6 +59,17 @@ class Settings:
         known = {name: values[name] for name in cls.names() if name in values and values[name] is not None}
         return cls(**known)
 
+    @classmethod
+    def of(cls, config: DecodeConfig, prompt: str = DEFAULT_PROMPT) -> Settings:
+        """The widget values that reproduce `config` (a walkthrough's, a preset's) on `prompt`."""
+        sampling = not config.greedy
+        return cls(prompt=prompt, mode=config.mode, drafter=config.drafter, draft_route=str(config.draft_route),
+                   slim_route=str(config.slim_route), gamma=config.gamma, max_new_tokens=config.max_new_tokens,
+                   sampling=sampling, temperature=config.temperature if sampling else cls.temperature,
+                   top_p=config.top_p if sampling else cls.top_p, seed=config.seed, tau_accept=config.tau_accept,
+                   tau_slim=config.tau_slim, copy_evidence=config.copy_evidence,
+                   draft_stop_below=config.draft_stop_below, audit_span=config.audit_span)
+
     def as_list(self) -> list[Any]:
         """Positional values for a gradio_client call."""
         return list(asdict(self).values())
@@ -55,17 +80,20 @@ class Settings:
     def config(self) -> DecodeConfig:
         """The validated decoding config; raises core.ConfigError with a sentence a visitor can act on."""
         thresholds = {}
-        for name, label in (("tau_accept", "τ_accept"), ("tau_slim", "τ_slim")):
+        for name, label in (("tau_accept", "τ_accept"), ("tau_slim", "τ_slim"),
+                            ("draft_stop_below", "stop a draft below")):
             value = _number(getattr(self, name), label)
             if not 0.0 <= value <= 1.0:
-                raise ConfigError(f"{label} must be between 0 and 1 (you gave {value:g}); 1.0 switches its tier off")
+                off = "; 1.0 switches its tier off" if name.startswith("tau") else "; 0 never stops a draft"
+                raise ConfigError(f"{label} must be between 0 and 1 (you gave {value:g}){off}")
             thresholds[name] = round(value, 4)
-        return DecodeConfig(
+        return DEFAULT.with_(
             mode=self.mode, drafter=self.drafter, draft_route=(self.draft_route or "").strip(),
-            slim_route=(self.slim_route or "").strip(), gamma=int(_number(self.gamma, "γ")),
-            max_new_tokens=int(_number(self.max_new_tokens, "max new tokens")),
+            slim_route=(self.slim_route or "").strip(), gamma=_whole(self.gamma, "γ"),
+            max_new_tokens=_whole(self.max_new_tokens, "max new tokens"),
             temperature=float(self.temperature) if self.sampling else 0.0,
-            top_p=float(self.top_p) if self.sampling else 1.0, seed=int(_number(self.seed, "seed")), **thresholds,
+            top_p=float(self.top_p) if self.sampling else 1.0, seed=_whole(self.seed, "seed"),
+            copy_evidence=self.copy_evidence, audit_span=_whole(self.audit_span, "audit span"), **thresholds,
         ).validate()
 
 
@@ -74,3 +102,10 @@ def _number(value: Any, label: str) -> float:
         return float(value)
     except (TypeError, ValueError):
         raise ConfigError(f"{label} must be a number, not '{value}'") from None
+
+
+def _whole(value: Any, label: str) -> int:
+    try:
+        return int(_number(value, label))
+    except (ValueError, OverflowError):  # NaN or infinity
+        raise ConfigError(f"{label} must be a whole number, not '{value}'") from None

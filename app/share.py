@@ -4,6 +4,10 @@
 fills the Generate tab's widgets on page load and, with `run=1`, presses Run. The parsing and the
 link are pure functions of `app.settings.Settings`; a bad value in a link is skipped with one
 warning (the rest still applies), never a traceback.
+
+A value a link leaves out takes the engine's default (`LINK_BASE`), not the app's opening preset:
+links written before copy_evidence, draft_stop_below and audit_span were in the link (and before
+the app opened on prompt lookup) carry none of them, and they must reopen the run they shared.
 """
 
 from __future__ import annotations
@@ -16,10 +20,14 @@ from urllib.parse import urlencode
 import gradio as gr
 
 from app.settings import Settings
+from core.config import DecodeConfig
 from core.errors import ConfigError
 
-URL_FIELDS = ("prompt", "mode", "drafter", "gamma", "tau_accept", "tau_slim", "max_new_tokens")
+URL_FIELDS = ("prompt", "mode", "drafter", "gamma", "tau_accept", "tau_slim", "max_new_tokens", "copy_evidence",
+              "draft_stop_below", "audit_span")
 """The settings a link carries, in the order it writes them."""
+LINK_BASE = Settings.of(DecodeConfig(max_new_tokens=48))
+"""What a link's missing values fall back to: the engine's defaults (and the 48 tokens links always had)."""
 
 TYPES = {f.name: f.type for f in fields(Settings)}
 PREFIX_ORIGIN = ("(q) => (q && q.startsWith('?')) ? window.location.origin + window.location.pathname + q : q")
@@ -39,7 +47,7 @@ def _parse(name: str, text: str) -> Any:
 def settings_from_query(params: Mapping[str, str], base: Settings | None = None) -> tuple[Settings | None, list[str]]:
     """The settings a link asks for on top of `base` (None when they do not validate together), and one
     problem sentence per value it could not use."""
-    base = base or Settings()
+    base = base or LINK_BASE
     chosen: dict[str, Any] = {}
     problems: list[str] = []
     for name in URL_FIELDS:

@@ -90,7 +90,9 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "",
             if time.perf_counter() - last < STREAM_EVERY_S:
                 continue
             last = time.perf_counter()
-            progress = f"{label}: {len(trace.tokens)}/{config.max_new_tokens} tokens, round {len(trace.rounds)}…"
+            progress = f"{label}: {len(trace.tokens)}/{config.max_new_tokens} tokens, round {len(trace.rounds)}"
+            cut = len(trace.rolled_back)  # the text may shrink between updates: an audit cut it back
+            progress += (f", the audit cut {cut} token{'s' * (cut != 1)} so far…" if cut else "…")
             yield {"tokens": render.tokens_html(trace, pending=previous), "status": f"… {progress}",
                    "headline": cards.headline_html(summarize(trace), progress=progress)}
         if trace is None:

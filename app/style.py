@@ -25,6 +25,10 @@ CSS = """
 .viasd-tokens .tok.faded {opacity: 0.35;}
 .viasd-tokens .pending {text-decoration: line-through; text-decoration-thickness: 1px;
   border-bottom: 1px dotted var(--viasd-border); opacity: 1; color: var(--viasd-muted);}
+.viasd-tokens .tok.trusted, .viasd-legend .tok.trusted {box-shadow: inset 0 3px 0 var(--viasd-fg);}
+.viasd-tokens .tok.awaiting, .viasd-legend .tok.awaiting {outline: 2px dashed var(--viasd-muted); outline-offset: 1px;}
+.viasd-tokens .tok.cut, .viasd-legend .tok.cut, .viasd-round .tok.cut {text-decoration: line-through;
+  text-decoration-thickness: 2px; color: var(--viasd-muted);}
 .viasd-tokens .placeholder {color: var(--viasd-muted); font-style: italic;}
 .viasd-tokens mark.diff, .viasd-tokens mark.diff * {background: #F0E442; color: #111111; font-weight: 700;
   border-bottom: 3px solid #111111;}

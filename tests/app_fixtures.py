@@ -21,9 +21,16 @@ from app.settings import Settings  # noqa: E402  (after the analytics default)
 
 PROMPT = "Explain photosynthesis in two sentences."
 TEST_SETTINGS = Settings(prompt=PROMPT, mode="via", drafter="self", draft_route="skip-middle-50",
-                         slim_route="skip-middle-25", gamma=3, max_new_tokens=16, tau_accept=0.5, tau_slim=0.3)
+                         slim_route="skip-middle-25", gamma=3, max_new_tokens=16, tau_accept=0.5, tau_slim=0.3,
+                         copy_evidence="verifier", draft_stop_below=0.0, audit_span=32)
 SETTINGS = TEST_SETTINGS.as_list()[1:]
-"""(mode, drafter, draft_route, slim_route, gamma, max_new_tokens, sampling, temperature, top_p, seed, tau_a, tau_s)"""
+"""(mode, drafter, draft_route, slim_route, gamma, max_new_tokens, sampling, temperature, top_p, seed, tau_a, tau_s,
+copy_evidence, draft_stop_below, audit_span): every Settings field after the prompt, in API order."""
+
+
+def settings_with(**changes: object) -> list:
+    """SETTINGS with some values changed by name (e.g. tau_accept=1.0), still in API order."""
+    return TEST_SETTINGS.with_(**changes).as_list()[1:]
 
 
 def by_name(result: tuple | list, names: tuple[str, ...]) -> dict:

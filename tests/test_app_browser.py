@@ -87,11 +87,17 @@ against the composite of its ancestors' computed backgrounds (the first colour o
 
 @pytest.fixture(scope="module")
 def page(browser, app_url: str):
+    """The cockpit with the engine's three-tier settings (self-drafting VIA-SD, both thresholds live), opened by a
+    link: the app itself opens on the prompt-lookup preset, where tier 2 is off (test_the_app_opens_on_...)."""
+    from app.share import LINK_BASE, query_of
+
     ARTIFACTS.mkdir(exist_ok=True)
     context = browser.new_context(viewport=VIEWPORT, color_scheme="light")
     pg = context.new_page()
-    pg.goto(app_url, wait_until="domcontentloaded")
+    pg.goto(app_url + query_of(LINK_BASE, run=False), wait_until="domcontentloaded")
     pg.wait_for_selector("#viasd-run", timeout=60_000)
+    pg.wait_for_function("v => Number(document.querySelector('#viasd-tau-slim input[type=number]')?.value) === v",
+                         arg=LINK_BASE.tau_slim, timeout=30_000)
     yield pg
     context.close()
 
@@ -269,3 +275,33 @@ def test_small_projector_screenshot(browser, app_url: str) -> None:
     box = pg.locator("#viasd-tau-accept").bounding_box()
     context.close()
     assert box is not None and box["y"] + box["height"] <= 768, "the first threshold slider should be above the fold"
+
+
+def test_the_app_opens_on_the_spelling_fix_with_the_lookup_preset_and_reads_well(browser, app_url: str) -> None:
+    """Issue 7: the default page is grounded prompt 3 with LOOKUP_PRESET; a run on it reads well in both schemes."""
+    from core.config import LOOKUP_PRESET
+
+    context = browser.new_context(viewport=VIEWPORT, color_scheme="light")
+    pg = context.new_page()
+    pg.goto(app_url, wait_until="domcontentloaded")
+    pg.wait_for_selector("#viasd-run", timeout=60_000)
+    assert "recieve" in pg.input_value("#viasd-prompt textarea")
+    assert float(pg.input_value("#viasd-tau-accept input[type=number]")) == LOOKUP_PRESET.tau_accept
+    assert float(pg.input_value("#viasd-tau-slim input[type=number]")) == LOOKUP_PRESET.tau_slim
+    assert float(pg.input_value("#viasd-gamma input[type=number]")) == LOOKUP_PRESET.gamma
+    pg.click("#viasd-run")
+    pg.wait_for_function("() => /^Done/.test(document.querySelector('#viasd-status')?.innerText || '')",
+                         timeout=400_000)
+    assert "full model" in pg.inner_text("#viasd-why") and "audit" in pg.inner_text("#viasd-legend")
+    assert pg.get_attribute("#viasd-tokens", "data-stop") == "eos"
+    failures = {}
+    for scheme in ("light", "dark"):
+        pg.emulate_media(color_scheme=scheme)
+        pg.wait_for_function("dark => document.body.classList.contains('dark') === dark", arg=scheme == "dark")
+        pg.evaluate("window.scrollTo(0, 0)")
+        pg.wait_for_timeout(200)
+        pg.screenshot(path=f"/tmp/app_audit_default_{scheme}.png")
+        pg.screenshot(path=str(ARTIFACTS / f"07_default_{scheme}.png"))
+        failures[scheme] = _low_contrast(pg)
+    context.close()
+    assert not failures["light"] and not failures["dark"], f"text below 4.5:1: {failures}"

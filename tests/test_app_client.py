@@ -7,7 +7,14 @@ import re
 
 import pandas as pd
 import pytest
-from app_fixtures import PROMPT, SETTINGS, app_client_fixture, app_url_fixture  # noqa: F401  (fixtures)
+from app_fixtures import (  # noqa: F401  (fixtures)
+    PROMPT,
+    SETTINGS,
+    app_client_fixture,
+    app_url_fixture,
+    by_name,
+    settings_with,
+)
 
 pytestmark = pytest.mark.embedded
 
@@ -62,7 +69,7 @@ def test_generate_streams_coloured_tokens(app_client: object) -> None:
 
 def test_reroute_changes_routing_and_flags_timing(app_client: object) -> None:
     low = app_client.predict(PROMPT, *SETTINGS, api_name="/reroute")
-    high_settings = SETTINGS[:-2] + [1.0, 1.0]  # tiers 1 and 2 off: every token needs the full model
+    high_settings = settings_with(tau_accept=1.0, tau_slim=1.0)  # tiers 1 and 2 off: every token needs the full model
     high = app_client.predict(PROMPT, *high_settings, api_name="/reroute")
     _, m_low = _check_main(low[:8])
     spans_high, m_high = _check_main(high[:8])
@@ -74,7 +81,7 @@ def test_reroute_changes_routing_and_flags_timing(app_client: object) -> None:
 
 
 def test_out_of_order_thresholds_give_a_message(app_client: object) -> None:
-    bad = SETTINGS[:-2] + [0.4, 0.8]
+    bad = settings_with(tau_accept=0.4, tau_slim=0.8)
     result = app_client.predict(PROMPT, *bad, api_name="/reroute")
     assert "thresholds out of order" in result[1] and "last good result" in result[1]
     again = app_client.predict(PROMPT, *SETTINGS, api_name="/reroute")  # the app keeps working
@@ -138,6 +145,41 @@ def test_walkthrough_loads_and_explains(app_client: object) -> None:
     assert "<table>" in out["round_table"]
 
 
+def test_an_audited_run_equals_plain_greedy_and_reports_what_the_audit_cut(app_client: object) -> None:
+    """Issue 7: copies kept on trust and audited; here τ_accept is low enough that some copies are refused."""
+    from app.tabs.generate import OUTPUTS
+    from examples import load_prompts
+
+    names = tuple(n for n in OUTPUTS if n not in ("trace", "reliability"))  # States are not sent to API callers
+    prompt = load_prompts("grounded")[2].text
+    audited = settings_with(mode="via", drafter="ngram", gamma=16, tau_accept=0.6, tau_slim=1.0,
+                            copy_evidence="audit", draft_stop_below=0.5, audit_span=32, max_new_tokens=48)
+    out = by_name(app_client.predict(prompt, *audited, api_name="/generate"), names)
+    plain = by_name(app_client.predict(prompt, *settings_with(mode="plain", max_new_tokens=48),
+                                       api_name="/generate"), names)
+    assert "Done" in out["status"] and out["metrics_json"]["identical_to_full"] is True
+    text = lambda html: "".join(re.findall(r">([^<]*)</span>", html))  # noqa: E731
+    assert text(out["tokens"]) == text(plain["tokens"]), "greedy output must equal the full model's"
+    assert out["metrics_json"]["rolled_back"] > 0, "this setting should make the audit refuse a copy"
+    assert 'data-metric="rolled_back"' in out["metrics"] and "cut by the audit" in out["metrics"]
+    assert "audit refused" in out["why"] and "identical to the full model's own" in out["why"]
+    assert 'data-trust="audited"' in out["tokens"] and "audit pending" in out["legend"]
+
+
+def test_walkthrough_fix_runs_its_fixed_config(app_client: object) -> None:
+    from app.tabs.classroom import OUTPUTS
+    from core.config import LOOKUP_PRESET
+    from examples import load_walkthroughs
+
+    title = next(w["title"] for w in load_walkthroughs() if w.get("fixed_config"))
+    out = dict(zip([n for n in OUTPUTS if n != "trace"], app_client.predict(title, False, api_name="/walkthrough_fix"),
+                   strict=True))
+    assert "The fix" in out["heading"] and "copy_evidence `audit`" in out["heading"]
+    assert "Measured on these two runs" in out["notes"] and f"γ {LOOKUP_PRESET.gamma}," in out["notes"]
+    assert "identical to the full model's own answer" in out["notes"].split("The fix")[1]
+    assert _spans(out["tokens"]) and "Round 1 of" in out["caption"]
+
+
 def test_models_can_be_switched_per_session_and_bad_ids_leave_the_app_working(app_url: str, tmp_path) -> None:
     """Unknown ids and mismatched tokenizers give one line; a good local pair runs with drafter 'model'."""
     from gradio_client import Client
@@ -168,13 +210,13 @@ def test_neighbouring_threshold_pairs_are_prefetched_so_a_one_notch_drag_compute
 
     assert neighbour_pairs(0.5, 0.3)[:4] == [(0.45, 0.3), (0.5, 0.25), (0.5, 0.35), (0.55, 0.3)]
     assert all(0.0 <= s <= a <= 1.0 for a, s in neighbour_pairs(0.05, 0.05))
-    settings = SETTINGS[:-2] + [0.45, 0.3]
+    settings = settings_with(tau_accept=0.45, tau_slim=0.3)
     app_client.predict(PROMPT, *settings, api_name="/generate")
     PREFETCHER.wait()
     assert (0.5, 0.3) in PREFETCHER.done
     memo = SESSIONS.default_bundle().memo
     misses = memo.misses
-    result = app_client.predict(PROMPT, *SETTINGS[:-2] + [0.5, 0.3], api_name="/reroute")
+    result = app_client.predict(PROMPT, *settings_with(tau_accept=0.5, tau_slim=0.3), api_name="/reroute")
     assert "Re-routed" in result[1]
     assert memo.misses == misses, "every prediction of the neighbouring pair should come from the memo"
 
@@ -185,7 +227,7 @@ def test_two_visitors_at_once_both_get_their_own_complete_run(app_url: str) -> N
 
     first, second = Client(app_url, verbose=False), Client(app_url, verbose=False)
     job_a = first.submit("What is 15 percent of 80?", *SETTINGS, api_name="/generate")
-    job_b = second.submit("Give me three tips for sleeping better.", *SETTINGS[:-2] + [1.0, 1.0],
+    job_b = second.submit("Give me three tips for sleeping better.", *settings_with(tau_accept=1.0, tau_slim=1.0),
                           api_name="/generate")
     result_a, result_b = job_a.result(timeout=600), job_b.result(timeout=600)
     spans_a, _ = _check_main(result_a[:8], expect_tokens=16)
@@ -203,7 +245,7 @@ def test_settings_follow_the_api_order_and_give_friendly_errors() -> None:
     from app.settings import Settings
     from core.errors import ConfigError
 
-    assert Settings.names()[0] == "prompt" and Settings.names()[-2:] == ["tau_accept", "tau_slim"]
+    assert Settings.names()[0] == "prompt" and Settings.names()[11:13] == ["tau_accept", "tau_slim"]
     assert Settings.from_values(**dict(zip(Settings.names(), TEST_SETTINGS.as_list(), strict=True))) == TEST_SETTINGS
     config = TEST_SETTINGS.with_(sampling=True, temperature=0.7).config()
     assert config.temperature == 0.7 and TEST_SETTINGS.config().temperature == 0.0  # greedy unless sampling
@@ -211,6 +253,33 @@ def test_settings_follow_the_api_order_and_give_friendly_errors() -> None:
         TEST_SETTINGS.with_(tau_accept=1.7).config()
     with pytest.raises(ConfigError, match="out of order"):
         TEST_SETTINGS.with_(tau_accept=0.2, tau_slim=0.4).config()
+
+
+def test_the_app_opens_on_the_spelling_fix_with_the_lookup_preset() -> None:
+    """Issue 7: the default Settings are grounded prompt 3 with every decoding value read from LOOKUP_PRESET."""
+    from app import share
+    from app.settings import Settings
+    from app.tabs.generate import COPY_EVIDENCE_CHOICES
+    from core.config import COPY_EVIDENCE, LOOKUP_PRESET, DecodeConfig
+    from core.errors import ConfigError
+    from examples import load_prompts
+
+    opening = Settings()
+    assert opening.prompt == load_prompts("grounded")[2].text and "recieve" in opening.prompt
+    assert opening.config() == LOOKUP_PRESET.validate()
+    assert Settings.of(LOOKUP_PRESET) == opening
+    assert [v for _, v in COPY_EVIDENCE_CHOICES] != [] and {v for _, v in COPY_EVIDENCE_CHOICES} == set(COPY_EVIDENCE)
+    assert Settings.names()[-3:] == ["copy_evidence", "draft_stop_below", "audit_span"]  # added last: old calls work
+    # a link written before these fields existed reopens the run it shared (engine defaults), not the preset
+    old_link = {"prompt": "hi", "mode": "via", "drafter": "self", "gamma": "4", "tau_accept": "0.8", "tau_slim": "0.5",
+                "max_new_tokens": "48"}
+    opened, problems = share.settings_from_query(old_link)
+    engine = DecodeConfig()
+    assert problems == [] and opened.drafter == "self" and opened.prompt == "hi"
+    assert (opened.copy_evidence, opened.draft_stop_below, opened.audit_span) == (
+        engine.copy_evidence, engine.draft_stop_below, engine.audit_span)
+    with pytest.raises(ConfigError, match="audit span must be a whole number"):
+        opening.with_(audit_span=float("nan")).config()
 
 
 def test_error_decorator_turns_typed_errors_into_one_status_line() -> None:

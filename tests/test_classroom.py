@@ -13,6 +13,7 @@ import pytest
 from app import classroom, gpu, share
 from app.render import token_title
 from app.settings import Settings
+from core.errors import ConfigError
 from core.tiers import Outcome, Reason
 from core.trace import CallRecord, RoundRecord, TokenRecord, Trace
 
@@ -98,7 +99,7 @@ def test_a_shared_link_round_trips_the_settings() -> None:
 def test_a_bad_value_in_a_link_is_skipped_with_a_sentence() -> None:
     opened, problems = share.settings_from_query({"tau_accept": "lots", "gamma": "6", "prompt": "hi"})
     assert opened is not None and opened.gamma == 6 and opened.prompt == "hi"
-    assert opened.tau_accept == Settings().tau_accept and problems == ["tau_accept='lots' is not a number"]
+    assert opened.tau_accept == share.LINK_BASE.tau_accept and problems == ["tau_accept='lots' is not a number"]
     opened, problems = share.settings_from_query({"tau_accept": "0.2", "tau_slim": "0.6"})
     assert opened is None and "out of order" in problems[0]
     assert not share.wants_run({"run": "0"})
@@ -136,3 +137,90 @@ def test_about_text_has_no_accidental_numbered_list_and_the_drawing_follows_the_
     assert "currentColor" in drawing and "<svg" in drawing and 'role="img"' in drawing
     assert all(f"Tier {n}" in drawing for n in (1, 2, 3)) and "Drafter" in drawing and "Output" in drawing
     assert "#000" not in drawing and "#fff" not in drawing.lower()  # no fixed black or white: both themes read it
+
+
+# -- audited copies (copy_evidence "audit") -------------------------------------------------------------------------
+
+
+def _audit_trace(finished: bool = True) -> Trace:
+    """Round 0 keeps three copies on trust (" The", " sky", " iz"); round 1's full pass refuses " iz": it cuts
+    " iz" (round 0) and its own kept copy " blue", and writes the full model's " is"; round 2 is a plain token."""
+    trusted = dict(tier=1, verdict="draft trusted, no verifier ran", draft=1.0)
+    kept = [_token(Reason.DRAFT_CONFIDENT, Outcome.DIRECT_ACCEPT, text=" The", position=0, **trusted),
+            _token(Reason.DRAFT_CONFIDENT, Outcome.DIRECT_ACCEPT, text=" sky", position=1, **trusted)]
+    cut = [_token(Reason.DRAFT_CONFIDENT, Outcome.DIRECT_ACCEPT, text=" iz", position=2, **trusted),
+           _token(Reason.DRAFT_CONFIDENT, Outcome.DIRECT_ACCEPT, text=" blue", position=3, round_=1, **trusted)]
+    correction = _token(Reason.AUDIT_REFUSED, Outcome.FULL_CORRECT, text=" is", position=2, round_=1, draft=None,
+                        verdict="audit refused a trusted copy (argmax differs)")
+    plain = _token(Reason.NO_DRAFT, Outcome.PLAIN, text=" blue", position=3, round_=2, draft=None)
+    full = CallRecord("full", 4, 30, 1.0, 0.0, True)
+    rounds = [RoundRecord(0, [1, 2, 3], accepted=3, emitted=3),
+              RoundRecord(1, [4, 5], accepted=0, emitted=1, rolled_back=1, calls=[full]),
+              RoundRecord(2, [], accepted=0, emitted=1, calls=[full])]
+    return Trace(prompt="Fix: the sky iz blue", prompt_token_count=5,
+                 config={"mode": "via", "drafter": "ngram", "copy_evidence": "audit", "tau_accept": 0.9,
+                         "tau_slim": 1.0, "gamma": 3},
+                 models={"verifier": "tiny"}, tokens=[*kept, correction, plain], rounds=rounds, rolled_back=cut,
+                 stop_reason="eos" if finished else "cancelled")
+
+
+def test_each_cut_token_belongs_to_the_round_whose_audit_cut_it() -> None:
+    trace = _audit_trace()
+    assert {r: [t.text for t in ts] for r, ts in classroom.cuts_by_round(trace).items()} == {1: [" iz", " blue"]}
+    before = classroom.visible_trace(trace, 0, show_future=False)
+    assert [t.text for t in before.tokens] == [" The", " sky", " iz"] and before.rolled_back == []
+    at_cut = classroom.visible_trace(trace, 1, show_future=False)
+    assert [t.text for t in at_cut.tokens] == [" The", " sky", " iz", " blue", " is"]
+    assert [t.text for t in at_cut.rolled_back] == [" iz", " blue"]
+    assert [t.text for t in classroom.visible_trace(trace, 2, show_future=False).tokens] == [" The", " sky", " is",
+                                                                                             " blue"]
+
+
+def test_the_round_that_cut_shows_the_cut_tokens_struck_through_and_says_why() -> None:
+    from app import render
+
+    trace = _audit_trace()
+    table, caption = classroom.round_view(trace, 1, lambda i: f"<{i}>")
+    assert "data-cut-in='2'" in table and "cut by this round's audit" in table and 'class="tok cut"' in table
+    assert "refused “ iz”" in caption and "2 tokens, struck through" in caption and "“ is”" in caption
+    assert "cut 2 token(s)" in caption
+    shown = classroom.visible_trace(trace, 1, show_future=False)
+    page = render.tokens_html(shown, current_round=1, cut=shown.rolled_back)
+    assert page.count('data-cut="1"') == 2
+    _, first = classroom.round_view(trace, 0, lambda i: f"<{i}>")
+    assert "kept on trust" in first and "audits it" in first
+
+
+def test_copies_kept_on_trust_read_audited_or_pending() -> None:
+    from app import cards, render
+    from app.insight import audit_sentence
+    from core.metrics import summarize
+
+    finished, stopped = _audit_trace(), _audit_trace(finished=False)
+    assert render.audit_states(finished) == {0: "audited", 1: "audited"}
+    stopped.tokens = stopped.tokens[:2]  # stopped before any full pass: both copies still wait for their audit
+    assert render.audit_states(stopped) == {0: "awaiting", 1: "awaiting"}
+    page = render.tokens_html(finished)
+    assert page.count('data-trust="audited"') == 2 and "audited it and it stands" in page
+    assert "audit pending" in render.legend_html(finished) and "cut by the audit" in render.legend_html(finished)
+    assert "cut by the audit" not in render.legend_html(_trace())  # runs without the audit keep the old legend
+    assert 'data-metric="rolled_back">2<' in cards.metrics_html(summarize(finished), finished)
+    sentence = audit_sentence(finished)
+    assert "refused 1 and cut 2 tokens" in sentence and "equals the full model's" in sentence
+    assert audit_sentence(_trace()) == ""
+
+
+def test_walkthrough_three_fixes_with_the_audit_read_from_the_preset() -> None:
+    from core.config import LOOKUP_PRESET
+    from examples import load_walkthroughs
+
+    walk = next(w for w in load_walkthroughs() if w.get("fixed_config"))
+    assert classroom.walkthrough_config(walk).copy_evidence == "statistic"
+    fixed = classroom.walkthrough_config(walk, fixed=True)
+    assert fixed == LOOKUP_PRESET and fixed.copy_evidence == "audit"
+    assert all("verifier (fixed_config)" not in p for p in walk["talking_points"])
+    assert classroom.walkthrough_config({"config": {"preset": "lookup", "gamma": 4}}).gamma == 4
+    with pytest.raises(ConfigError, match="unknown preset"):
+        classroom.walkthrough_config({"config": {"preset": "fast"}})
+    notes = classroom.fix_notes(walk, _trace(), _audit_trace())
+    assert "Measured on these two runs" in notes and "of which the audit cut 2" in notes and "round(s) 2" in notes

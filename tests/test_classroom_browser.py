@@ -83,3 +83,18 @@ def test_a_shared_link_opens_its_settings_and_offers_a_link_back(browser, app_ur
     assert link.startswith(app_url) and "tau_accept=0.7" in link and "prompt=Name+three+planets." in link
     assert "run=1" in link
     page.context.close()
+
+
+def test_the_copied_typo_walkthrough_runs_its_fix(browser, app_url: str) -> None:
+    page = _open(browser, app_url, PROJECTOR)
+    page.get_by_role("tab", name=re.compile("Classroom")).click()
+    assert not page.locator("#viasd-walk-fix").is_visible()  # the first walkthrough has no fix
+    page.locator("#viasd-walk-pick input").click()
+    page.get_by_role("option", name=re.compile("A copied typo")).click()
+    page.wait_for_selector("#viasd-walk-fix", state="visible", timeout=30_000)
+    page.click("#viasd-walk-fix")
+    page.wait_for_function("() => (document.querySelector('#viasd-classroom-notes')?.innerText || '')"
+                           ".includes('Measured on these two runs')", timeout=300_000)
+    assert "The fix" in page.inner_text("#viasd-classroom-heading") and "Round 1 of" in _caption(page)
+    page.screenshot(path=str(ARTIFACTS / "08_classroom_fix.png"))
+    page.context.close()

@@ -17,7 +17,7 @@ from app.gpu import on_gpu, seconds_for_tokens
 from app.guard import message, reports_errors
 from app.prefetch import PREFETCHER
 from app.session import SESSIONS, session_id
-from core import DecodeConfig, generate
+from core import generate
 from core.errors import ConfigError
 from core.trace import Trace
 from examples import load_walkthroughs
@@ -65,7 +65,8 @@ def show_round(trace: Trace | None, round_number: float, show_future: bool = Fal
     index = max(0, min(int(round_number or 1) - 1, len(trace.rounds) - 1))
     table, caption = classroom.round_view(trace, index, _decoder(trace))
     shown = classroom.visible_trace(trace, index, bool(show_future))
-    return {"tokens": render.tokens_html(shown, current_round=index, elem_id=CLASS_TOKENS_ID),
+    return {"tokens": render.tokens_html(shown, current_round=index, elem_id=CLASS_TOKENS_ID, cut=shown.rolled_back)
+            if not show_future else render.tokens_html(shown, current_round=index, elem_id=CLASS_TOKENS_ID),
             "round_table": table, "caption": caption}
 
 
@@ -76,19 +77,44 @@ def _opened(trace: Trace, heading: str, notes: str, show_future: bool) -> dict:
 
 
 def _walkthrough_seconds(title: str, *_: Any, **__: Any) -> int:
-    """GPU time to ask for (ZeroGPU): fitted to the walkthrough's token count."""
-    config = _walkthroughs().get(title, {}).get("config", {})
-    return seconds_for_tokens(int(config.get("max_new_tokens", 64)))
+    """GPU time to ask for (ZeroGPU): fitted to the walkthrough's token count (its fix runs it twice, with fidelity)."""
+    walkthrough = _walkthroughs().get(title, {})
+    try:
+        config = classroom.walkthrough_config(walkthrough) if walkthrough else None
+    except ConfigError:
+        config = None
+    runs = 4 if walkthrough.get("fixed_config") else 1
+    return seconds_for_tokens(config.max_new_tokens if config else 64, runs=runs)
+
+
+def _pick(title: str) -> dict:
+    walkthroughs = _walkthroughs()
+    if title not in walkthroughs:
+        raise ConfigError(f"unknown walkthrough '{title}': pick one from the list")
+    return walkthroughs[title]
 
 
 @on_gpu(_walkthrough_seconds)
 def _run_walkthrough(title: str, session: str) -> Trace:
-    walkthroughs = _walkthroughs()
-    if title not in walkthroughs:
-        raise ConfigError(f"unknown walkthrough '{title}': pick one from the list")
-    config = DecodeConfig(**walkthroughs[title]["config"]).validate()
+    walkthrough = _pick(title)
+    config = classroom.walkthrough_config(walkthrough)
     with PREFETCHER.foreground():  # on this visitor's models (the embedded pair unless they loaded others)
-        return generate(SESSIONS.bundle(session), walkthroughs[title]["prompt"], config, replay=True)
+        return generate(SESSIONS.bundle(session), walkthrough["prompt"], config, replay=True)
+
+
+@on_gpu(_walkthrough_seconds)
+def _run_fix(title: str, session: str) -> tuple[Trace, Trace]:
+    """The walkthrough's run and its fix's run, both with fidelity measured (so the notes can compare them)."""
+    walkthrough = _pick(title)
+    fixed = classroom.walkthrough_config(walkthrough, fixed=True)
+    if fixed is None:
+        raise ConfigError(f"the walkthrough '{title}' has no fix to run")
+    bundle = SESSIONS.bundle(session)
+    with PREFETCHER.foreground():
+        before = generate(bundle, walkthrough["prompt"], classroom.walkthrough_config(walkthrough), replay=True,
+                          fidelity=True)
+        after = generate(bundle, walkthrough["prompt"], fixed, replay=True, fidelity=True)
+    return before, after
 
 
 @reports_errors("heading")
@@ -98,16 +124,30 @@ def _walkthrough(title: str, session: str, show_future: bool) -> dict:
     return _opened(trace, classroom.walkthrough_heading(w), classroom.walkthrough_notes(w, trace), show_future)
 
 
+@reports_errors("heading")
+def _fix(title: str, session: str, show_future: bool) -> dict:
+    before, after = _run_fix(title, session)
+    w = _walkthroughs()[title]
+    heading = f"{classroom.walkthrough_heading(w)}\n\n**The fix** (copy_evidence `{after.config['copy_evidence']}`)"
+    return _opened(after, heading, classroom.fix_notes(w, before, after), show_future)
+
+
+def _has_fix(title: str) -> bool:
+    return bool(_walkthroughs().get(title, {}).get("fixed_config"))
+
+
 class ClassroomTab:
     """Replay controls first (projector-friendly), then the text, the caption, the round's table, the notes."""
 
     def __init__(self) -> None:
         titles = list(_walkthroughs())
         with gr.Row(equal_height=False):
-            self.walk = gr.Dropdown(titles, value=titles[0] if titles else None, label="Walkthrough", scale=4,
+            self.walk = gr.Dropdown(titles, value=titles[0] if titles else None, label="Walkthrough", scale=3,
                                     min_width=220, elem_id="viasd-walk-pick")
-            self.walk_btn = gr.Button("Load walkthrough", variant="primary", scale=1, min_width=130,
+            self.walk_btn = gr.Button("Load walkthrough", variant="primary", scale=1, min_width=175,
                                       elem_id="viasd-walk")
+            self.fix_btn = gr.Button("Run the fix", scale=1, min_width=120, elem_id="viasd-walk-fix",
+                                     visible=_has_fix(titles[0]) if titles else False)
             self.last_btn = gr.Button("Use my last run", scale=1, min_width=120, elem_id="viasd-last-run")
             with gr.Column(scale=1, min_width=170):
                 self.presenter = gr.Checkbox(False, label="Presenter mode (big type)", elem_id="viasd-presenter",
@@ -136,6 +176,10 @@ class ClassroomTab:
         """Run a ready walkthrough on this visitor's models (memo allowed) and show its first round."""
         return self._keyed(_walkthrough(title, session_id(request), show_future))
 
+    def load_fix(self, title: str, show_future: bool = False, request: gr.Request = None) -> dict:
+        """Run the walkthrough's fix (its `fixed_config`) and replay it, with notes comparing it to the walkthrough."""
+        return self._keyed(_fix(title, session_id(request), show_future))
+
     def use_last_run(self, trace: Trace | None, show_future: bool = False) -> dict:
         """Replay the last Generate-tab run in the classroom."""
         if trace is None:
@@ -143,7 +187,8 @@ class ClassroomTab:
             return self._keyed({"heading": message("No run yet: press Run in Generate & tune first.")})
         c = trace.config
         heading = (f"**Your last run** · Prompt: {trace.prompt}\n\nMode `{c['mode']}`, τ_accept {c['tau_accept']}, "
-                   f"τ_slim {c['tau_slim']}, γ {c['gamma']}.")
+                   f"τ_slim {c['tau_slim']}, γ {c['gamma']}"
+                   + (f", copy evidence `{c.get('copy_evidence')}`." if c.get("drafter") == "ngram" else "."))
         return self._keyed(_opened(trace, heading, "", show_future))
 
     def show(self, trace: Trace | None, round_number: float, show_future: bool = False) -> dict:
@@ -160,6 +205,9 @@ class ClassroomTab:
         view = [self.out[n] for n in ("tokens", "round_table", "caption")]
         quiet = {"api_visibility": "private", "show_progress": "hidden"}
         self.walk_btn.click(self.load_walkthrough, [self.walk, self.future], out, api_name="walkthrough", **MODEL)
+        self.fix_btn.click(self.load_fix, [self.walk, self.future], out, api_name="walkthrough_fix", **MODEL)
+        self.walk.change(lambda title: gr.update(visible=_has_fix(title)), self.walk, self.fix_btn, queue=False,
+                         api_visibility="private")
         self.last_btn.click(self.use_last_run, [last_trace, self.future], out, api_visibility="private")
         slider.change(self.show, [state, slider, self.future], view, **quiet)
         self.future.change(self.show, [state, slider, self.future], view, **quiet)

@@ -18,8 +18,9 @@ from app.insight import prediction_markdown
 from app.prefetch import STEP
 from app.reliability_chart import confidence_histogram_figure, reliability_figure
 from app.session import SESSIONS, session_id
-from app.settings import DEFAULT, Settings
+from app.settings import DEFAULT, DEFAULT_PROMPT, Settings
 from app.widgets import lenient
+from core.config import COPY_EVIDENCE
 from core.limits import MAX_GAMMA, MAX_NEW_TOKENS
 from core.routing import PRESETS
 from examples import FAMILIES, load_prompts
@@ -28,6 +29,13 @@ MODEL = {"concurrency_id": "model", "concurrency_limit": 1}
 MODE_CHOICES = [("VIA-SD (three tiers)", "via"), ("classic speculative decoding", "sd"), ("plain decoding", "plain")]
 DRAFTER_CHOICES = [("self: the model with layers skipped", "self"), ("prompt lookup (n-gram copy)", "ngram"),
                    ("separate drafter model (load it under Models)", "model")]
+COPY_EVIDENCE_CHOICES = [
+    ("audit: keep copies now, the full model checks them in its next pass (output = full model's)", "audit"),
+    ("verifier: a model checks every copy before it is kept", "verifier"),
+    ("slim: keep a copy only if the slim verifier also trusts it", "slim"),
+    ("statistic only: trust the copy count, no model (can copy typos back)", "statistic")]
+"""Plain words for core.config.COPY_EVIDENCE, in the order a visitor should consider them."""
+assert {value for _, value in COPY_EVIDENCE_CHOICES} == set(COPY_EVIDENCE), "one label per copy_evidence choice"
 OUTPUTS = ("tokens", "status", "legend", "metrics", "metrics_json", "conf_plot", "timeline_plot", "files", "trace",
            "headline", "why", "prediction", "breakeven_plot", "reliability_plot", "strip_plot", "reliability")
 """Output names of /generate, /rerun_real and /reroute in API order (/reroute adds "tradeoff_plot")."""
@@ -69,9 +77,9 @@ class GenerateTab:
                 with gr.Row():
                     self.family = gr.Dropdown(["all", *FAMILIES], value="all", label="Example family", scale=1,
                                               min_width=140)
-                    self.example = gr.Dropdown(_example_choices("all"), value=None, label="Example prompt",
+                    self.example = gr.Dropdown(_example_choices("all"), value=DEFAULT_PROMPT, label="Example prompt",
                                                elem_id="viasd-example", scale=3)
-                prompt = gr.Textbox(label="Prompt", lines=2, max_lines=6, value=load_prompts("chat")[0].text,
+                prompt = gr.Textbox(label="Prompt", lines=2, max_lines=6, value=DEFAULT_PROMPT,
                                     placeholder="Type a prompt or pick an example", elem_id="viasd-prompt")
                 with gr.Row():
                     self.run_btn = gr.Button("▶ Run", variant="primary", elem_id="viasd-run", min_width=90, scale=2)
@@ -95,6 +103,17 @@ class GenerateTab:
                 with gr.Accordion("Decoding settings", open=False, elem_id="viasd-decoding"):
                     mode = gr.Radio(MODE_CHOICES, value=DEFAULT.mode, label="Mode")
                     drafter = gr.Radio(DRAFTER_CHOICES, value=DEFAULT.drafter, label="Drafter")
+                    copy_evidence = gr.Dropdown(COPY_EVIDENCE_CHOICES, value=DEFAULT.copy_evidence,
+                                                label="Copies (prompt lookup): what a copy needs before it is kept",
+                                                elem_id="viasd-copy-evidence")
+                    with gr.Row():
+                        draft_stop_below = lenient(gr.Slider(
+                            0.0, 1.0, value=DEFAULT.draft_stop_below, step=0.05, elem_id="viasd-stop-below",
+                            label="Stop a draft below", info="end a draft or copy at its first token under this "
+                                                              "confidence (0 = never)"))
+                        audit_span = lenient(gr.Slider(
+                            1, MAX_NEW_TOKENS, value=DEFAULT.audit_span, step=1, elem_id="viasd-audit-span",
+                            label="Audit span", info="most copies kept on trust before the full model audits them"))
                     with gr.Row():
                         draft_route = gr.Dropdown(list(PRESETS), value=DEFAULT.draft_route, label="Draft route",
                                                   allow_custom_value=True,
@@ -103,16 +122,17 @@ class GenerateTab:
                                                  allow_custom_value=True, info="layers the slim verifier runs")
                     max_tokens = gr.Slider(1, MAX_NEW_TOKENS, value=Settings.max_new_tokens, step=1,
                                            label="Max new tokens", elem_id="viasd-max-tokens")
-                    sampling = gr.Checkbox(False, label="Sample (off = greedy)")
+                    sampling = gr.Checkbox(Settings.sampling, label="Sample (off = greedy)")
                     with gr.Row():
                         temperature = gr.Slider(0.05, 2.0, value=Settings.temperature, step=0.05, label="Temperature")
                         top_p = gr.Slider(0.05, 1.0, value=Settings.top_p, step=0.05, label="Top-p")
-                    seed = gr.Number(0, precision=0, label="Seed (sampling)")
+                    seed = gr.Number(Settings.seed, precision=0, label="Seed (sampling)")
                 self.models_box = gr.Column()  # the Models panel (app.tabs.models) goes here
         self.widgets: dict[str, gr.components.Component] = {
             "prompt": prompt, "mode": mode, "drafter": drafter, "draft_route": draft_route, "slim_route": slim_route,
             "gamma": gamma, "max_new_tokens": max_tokens, "sampling": sampling, "temperature": temperature,
-            "top_p": top_p, "seed": seed, "tau_accept": tau_accept, "tau_slim": tau_slim}
+            "top_p": top_p, "seed": seed, "tau_accept": tau_accept, "tau_slim": tau_slim,
+            "copy_evidence": copy_evidence, "draft_stop_below": draft_stop_below, "audit_span": audit_span}
         assert list(self.widgets) == Settings.names(), "widgets must follow Settings' field (API) order"
         metrics = gr.HTML(cards.metrics_html({}), elem_id="viasd-metrics-box")
         prediction = gr.Markdown(prediction_markdown(None, DEFAULT.tau_accept, DEFAULT.tau_slim),
