@@ -172,6 +172,7 @@ class _Decoder:
         # Under copy_evidence "audit": tokens kept by tiers 1 and 2 that no full pass has seen yet (a suffix
         # of the output), each with the drafter's distribution for the audit's verdict (None: a copy).
         self.awaiting: list[tuple[int, int, torch.Tensor | None]] = []  # (sequence position, token, p)
+        self.copying = False  # the full model's last verdicts on copies kept every one (audit's trust signal)
 
     def _scorer(self, role: str, loaded: object, route_spec: object) -> Scorer:
         route = resolve_route(route_spec, loaded.model.config)
@@ -261,6 +262,8 @@ class _Decoder:
                 return self._roll_back(index, round_, records, refused, n, full, slim.ran)
         round_.emitted = len(records)
         self.slim_gate.record(slim.ran, full.ran)
+        if full.ran and draft.tokens and draft.probs is None:
+            self.copying = round_.accepted == len(draft)
         return records, round_, []
 
     def _audited(self, draft: Draft) -> bool:
@@ -296,6 +299,7 @@ class _Decoder:
         round_.accepted = len(kept)
         round_.emitted = len(kept) + 1
         self.slim_gate.record(slim_ran, True)
+        self.copying = False
         return kept + [correction], round_, dropped
 
     def _draft_confidence(self, draft: Draft, j: int, slim: VerifierPass, full: VerifierPass,
@@ -307,8 +311,10 @@ class _Decoder:
         shut) it never passes tier 1; under "audit" the statistic counts, as the full model audits later."""
         statistic = draft.confidences[j]
         evidence = self.config.copy_evidence
-        if draft.probs is not None or evidence in ("statistic", "audit") or full.ran:
+        if draft.probs is not None or evidence == "statistic" or full.ran:
             return statistic
+        if evidence == "audit":  # model evidence: the full model kept every copy it judged last
+            return statistic if self.copying else float("-inf")
         if evidence == "verifier" or not slim_allowed:
             return float("-inf")  # below every threshold, 0.0 included
         if not fires(statistic, self.tau_accept):

@@ -13,18 +13,20 @@ from tiny import tiny_bundle
 
 from core import DecodeConfig, generate, summarize
 from core.drafters import PromptLookupDrafter
+from core.engine import _Decoder
 from core.errors import ConfigError
 from core.tiers import Reason, Tier
 from core.trace import Trace
 
 PROMPT = "the cat sat on the mat. the cat sat on the mat and the dog sat on the log. the cat"
-AUDIT = DecodeConfig(mode="via", drafter="ngram", gamma=5, max_new_tokens=60, chat_template=False,
+AUDIT = DecodeConfig(mode="via", drafter="ngram", gamma=2, max_new_tokens=60, chat_template=False,
                      tau_accept=0.2, tau_slim=1.0, copy_evidence="audit", audit_span=8, slim_route="skip-middle-25")
 
 
 @pytest.fixture(scope="module")
 def bundle():
-    return tiny_bundle("llama", layers=6, avoid_eos=True)
+    """Middle layers quieted: the model agrees with copies often enough to be trusted, not always."""
+    return tiny_bundle("llama", layers=6, avoid_eos=True, middle_scale=0.1)
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +45,19 @@ def test_audited_copies_reproduce_plain_greedy_decoding(bundle, plain, tau_accep
     assert trusted, "no copy was kept on trust: the audit was never exercised"
     if tau_accept < 0.6:
         assert m["rolled_back"] > 0 and any(t.reason == Reason.AUDIT_REFUSED for t in trace.tokens)
-    if span == 1 and tau_accept == 0.0:
-        assert any(t.reason == Reason.AUDIT_DUE for t in trace.tokens + trace.rolled_back)
+
+
+def test_copies_are_trusted_only_after_the_full_model_kept_a_whole_copy(bundle):
+    """The audit's trust signal is model evidence: the round after a refusal verifies its copies."""
+    trace = generate(bundle, PROMPT, AUDIT.with_(tau_accept=0.0))
+    refused_rounds = {t.round for t in trace.tokens if t.reason == Reason.AUDIT_REFUSED}
+    assert refused_rounds
+    for r in refused_rounds:
+        following = [t for t in trace.tokens + trace.rolled_back if t.round == r + 1]
+        assert all(t.tier != Tier.DRAFT for t in following), r
+    first_trusted = min(t.round for t in trace.tokens + trace.rolled_back if t.tier == Tier.DRAFT)
+    earlier = trace.rounds[first_trusted - 1]
+    assert earlier.drafted and earlier.accepted == earlier.drafted  # a whole copy kept just before
 
 
 def test_trusting_the_statistic_alone_differs_where_the_audit_does_not(bundle, plain):
@@ -73,7 +86,13 @@ def test_the_trace_stays_consistent_after_cuts(bundle):
     assert trace.rounds_dataframe()["rolled_back"].sum() == cut_earlier
 
 
-@pytest.mark.parametrize("max_new_tokens", [7, 23])
+def test_a_full_span_of_waiting_tokens_calls_the_full_verifier(bundle, plain):
+    trace = generate(bundle, PROMPT, AUDIT.with_(gamma=1, tau_accept=0.0, audit_span=1))
+    assert trace.token_ids == plain
+    assert any(t.reason == Reason.AUDIT_DUE for t in trace.tokens + trace.rolled_back)
+
+
+@pytest.mark.parametrize("max_new_tokens", [23, 41])
 def test_no_answer_ends_on_an_unaudited_copy(bundle, plain, max_new_tokens):
     trace = generate(bundle, PROMPT, AUDIT.with_(tau_accept=0.0, audit_span=64, max_new_tokens=max_new_tokens))
     assert trace.token_ids == plain[:max_new_tokens]
@@ -81,15 +100,23 @@ def test_no_answer_ends_on_an_unaudited_copy(bundle, plain, max_new_tokens):
     assert any(t.tier == Tier.DRAFT for t in trace.tokens + trace.rolled_back)
 
 
-def test_audited_copies_sample_from_the_full_model(bundle):
-    """Every copy trusted (tau_accept 0), three tokens: each position follows the full model's
-    distribution, as a deterministic proposal judged by rejection sampling should."""
+def test_audited_copies_sample_from_the_full_model(bundle, monkeypatch):
+    """Every copy trusted (tau_accept 0, trust granted from the first round so that every seed
+    exercises the audit), three tokens: each position follows the full model's distribution, as a
+    deterministic proposal judged by rejection sampling should."""
+    start = _Decoder.__init__
+
+    def trusting(self, *args, **kwargs):
+        start(self, *args, **kwargs)
+        self.copying = True
+
+    monkeypatch.setattr(_Decoder, "__init__", trusting)
     temperature = 1.0
     config = AUDIT.with_(tau_accept=0.0, audit_span=64, max_new_tokens=3, temperature=temperature)
     traces = [generate(bundle, PROMPT, config.with_(seed=seed)) for seed in range(1500)]
     assert sum(bool(t.rolled_back) for t in traces) > 100, "the audit must refuse copies often here"
     ids = bundle.verifier.tokenizer(PROMPT, add_special_tokens=False)["input_ids"]
-    for position in (0, 1, 2):
+    for position in range(3):
         assert_follows_the_full_model(bundle.verifier.model, ids, [t.token_ids for t in traces], position, temperature)
 
 
