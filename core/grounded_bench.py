@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from core.config import DecodeConfig
+from core.config import LOOKUP_PRESET, DecodeConfig
 from core.engine import generate
 from core.fidelity import attach_fidelity
 from core.metrics import summarize
@@ -38,8 +38,14 @@ SETTINGS: dict[str, DecodeConfig] = {
     "via-verifier": DecodeConfig(mode="via", tau_accept=0.8, tau_slim=0.5, copy_evidence="verifier", **LOOKUP),
     "via-verifier-gated": DecodeConfig(mode="via", tau_accept=0.8, tau_slim=0.5, copy_evidence="verifier",
                                        slim_min_hit_rate=0.5, **LOOKUP),
+    # The recommended setting (core.config.LOOKUP_PRESET), its lossless twin, and the same drafts with copies
+    # trusted on the lookup statistic alone at falling tau_accept: the speed-versus-words-differing curve.
+    "sd-same-drafts": LOOKUP_PRESET.with_(mode="sd"),
+    "via-audit": LOOKUP_PRESET,
+    **{f"via-trust-{tau}": LOOKUP_PRESET.with_(copy_evidence="statistic", tau_accept=tau) for tau in (0.9, 0.6, 0.3)},
 }
-"""Our settings by name; `--settings` picks some. All use prompt lookup (n <= 3, gamma 10) but plain."""
+"""Our settings by name; `--settings` picks some. All use prompt lookup (n <= 3; gamma 10, or LOOKUP_PRESET's)."""
+DEFAULT_SETTINGS = ("sd", "sd-same-drafts", "via-audit", "via-trust-0.9", "via-trust-0.6", "via-trust-0.3")
 
 
 def hf_generate(bundle: ModelBundle, prompt_ids: list[int], max_new_tokens: int,
@@ -99,8 +105,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", default=EMBEDDED_ID)
     parser.add_argument("--prompts", default="all", help="'all' or comma-separated grounded indices from 1")
     parser.add_argument("--max-new-tokens", type=int, default=96)
-    parser.add_argument("--settings", default=",".join(SETTINGS), help=f"from: {', '.join(SETTINGS)}")
+    parser.add_argument("--settings", default=",".join(DEFAULT_SETTINGS), help=f"from: {', '.join(SETTINGS)}")
+    parser.add_argument("--threads", type=int, help="torch CPU threads")
     args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
     prompts = load_prompts("grounded")
     if args.prompts != "all":
