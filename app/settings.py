@@ -5,8 +5,8 @@ validated `DecodeConfig`; the widget order of the public API (`/generate`, `/rer
 field order here, so nothing re-lists the decoding values by hand. Fields added later go last, so a
 caller that passes the older, shorter list keeps working (the missing values take their defaults).
 
-The defaults are the app's opening state (issue 7): grounded prompt 4 (a spelling fix) with every
-decoding value read from `core.config.LOOKUP_PRESET`, never copied; what the widgets do not expose
+The defaults are the app's opening state (issue 7): grounded prompt 9 (rename a variable in a
+function) with every decoding value read from `core.config.LOOKUP_PRESET`, never copied; what the widgets do not expose
 (signals, n-gram size, verification rule, ...) comes from that preset too.
 """
 
@@ -21,7 +21,7 @@ from examples import load_prompts
 
 DEFAULT = LOOKUP_PRESET
 """The decoding values the app opens with."""
-DEFAULT_PROMPT = load_prompts("grounded")[3].text
+DEFAULT_PROMPT = load_prompts("grounded")[8].text
 """The prompt the app opens with: fix three misspellings, an answer that mostly copies its input."""
 SAMPLING = DecodeConfig(temperature=0.8, top_p=0.95)
 """Temperature and top-p the sampling widgets show while sampling is off."""

@@ -172,7 +172,7 @@ def run_prompt(bundle: ModelBundle, prompt: object, label: str, args: argparse.N
 
 
 ROW_ORDER = (HF_GREEDY, "plain", HF_LOOKUP, HF_ASSISTED, "SD", SAME_DRAFTS, "VIA-SD")
-HEADER = (f"{'prompt':17}{'method':18}{'tok/s':>7}{'x HF gr.':>9}{'x HF lk.':>9}{'meas. x':>9}{'pred. x':>9}"
+HEADER = (f"{'prompt':17}{'method':22}{'tok/s':>7}{'x HF gr.':>9}{'x HF lk.':>9}{'meas. x':>9}{'pred. x':>9}"
           f"{'accel. x':>9}{'words':>7}{'expect.':>9}{'same':>6}")
 
 
@@ -183,14 +183,15 @@ def _fmt(value: float | None, spec: str, width: int) -> str:
 def format_row(row: Row, reference: list[int]) -> str:
     method = row.key if row.method not in (HF_LOOKUP, HF_ASSISTED) else row.method
     expect = f"{row.expectations[0]}/{row.expectations[1]}" if row.expectations else "-"
-    return (f"{row.prompt[:16]:17}{method:18}{row.tokens_per_s:7.1f}{_fmt(row.ratios.get(HF_GREEDY), '.2f', 9)}"
+    return (f"{row.prompt[:16]:17}{method:22}{row.tokens_per_s:7.1f}{_fmt(row.ratios.get(HF_GREEDY), '.2f', 9)}"
             f"{_fmt(row.ratios.get(HF_LOOKUP), '.2f', 9)}{_fmt(row.ratios.get('plain'), '.2f', 9)}"
             f"{_fmt(row.predicted, '.2f', 9)}{_fmt(row.accelerator, '.2f', 9)}"
             f"{_fmt(row.words_differing, '.1%', 7)}{expect:>9}{'yes' if row.token_ids == reference else 'no':>6}")
 
 
-def summary(rows: list[Row]) -> list[str]:
-    """Medians over prompts per method, the issue's targets, and the profile's prediction error."""
+def summary(rows: list[Row], costs: CostModel | None = None) -> list[str]:
+    """Medians over prompts per method, the issue's targets, the prompt-lookup ceiling (with `costs`) and
+    the profile's prediction error."""
     lines = [f"\nmedians over prompts{'':7}{'x HF gr.':>9}{'x HF lk.':>9}{'meas. x':>9}{'pred. x':>9}"
              f"{'words':>7}{'expect. kept':>13}"]
     keys = list(dict.fromkeys(r.key for r in rows))
@@ -227,6 +228,16 @@ def summary(rows: list[Row]) -> list[str]:
                      f"{'met' if words is not None and words <= 0.01 else 'MISSED'}")
         lines.append(f"  floor: VIA-SD ngram vs {SAME_DRAFTS} ngram (same drafter, lossless): {ratio:.2f}x -> "
                      f"{'met' if ratio >= 1.0 else f'MISSED by {1.0 - ratio:.2f}'}")
+    sd = [r for r in rows if r.key == "SD ngram" and r.trace is not None and r.ratios.get(HF_LOOKUP)]
+    if costs is not None and sd:
+        from core.breakeven import lookup_ceiling
+
+        ceilings = [lookup_ceiling(r.trace, costs) for r in sd]
+        versus_hf = [c * r.ratios[HF_LOOKUP] for c, r in zip(ceilings, sd, strict=True)]
+        lines.append(f"  ceiling (core.breakeven.lookup_ceiling, priced by the profile): a prompt-lookup decoder that "
+                     f"knew every verdict in advance would run at most {statistics.median(ceilings):.2f}x our "
+                     f"classic SD (median; {min(ceilings):.2f}-{max(ceilings):.2f}), i.e. about "
+                     f"{statistics.median(versus_hf):.2f}x HF prompt lookup")
     errors = [abs(r.predicted / r.ratios["plain"] - 1) for r in rows
               if r.trace is not None and r.method != "plain" and r.predicted and r.ratios.get("plain")]
     if errors:
@@ -359,7 +370,7 @@ def main(argv: list[str] | None = None) -> None:
         for row in mine:
             print(format_row(row, plain.token_ids), flush=True)
         rows.extend(mine)
-    print("\n".join(summary(rows)))
+    print("\n".join(summary(rows, costs)))
     print("\n".join(call_shape(rows, costs)))
     print("\n".join(explanations(rows, costs)))
     print("\nx HF gr. / x HF lk.: tokens/s over HF greedy / HF prompt lookup on the same prompt, same run; "

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from core.cost import CostModel
+from core.routing import decoder_layers
 from core.tiers import Outcome
 from core.trace import Trace
 
@@ -170,3 +171,29 @@ def explain_run(bundle: object, trace: Trace, profile: object | None = None) -> 
     drafter = drafter if trace.config.get("drafter") == "model" else None
     return Explanation(sentence=explain(trace, costs, drafter), point=run_point(trace, costs, drafter),
                        predicted_speedup=costs.predicted_speedup(trace, drafter), profile_label=costs.label)
+
+
+def lookup_ceiling(trace: Trace, costs: CostModel) -> float:
+    """How much faster than this run a prompt-lookup decoder of the same model could possibly be.
+
+    The oracle knows every verdict in advance: it pays the prompt's prefill, then one full pass per
+    stretch of output that ends where the full model wrote a token of its own (a correction, or a
+    token with no draft), covering the whole stretch, and drafts nothing that is refused. No
+    drafter, threshold or audit can beat it with the same verifier; on a CPU, where a pass has a
+    large fixed cost, its bound is what prompt lookup can still win over classic SD. Priced by
+    `costs`; the run's own calls are priced the same way.
+    """
+    full = costs.verifier
+    layers = len(decoder_layers(full))
+    first = trace.rounds[0] if trace.rounds else None
+    prefill = (first.calls[0].tokens_processed - first.drafted) if first and first.calls else trace.prompt_token_count
+    own = {Outcome.FULL_CORRECT.value, Outcome.PLAIN.value}
+    # The prefill writes token 0; each later token of the model's own is written by a pass over the stretch
+    # since the previous one; one last pass checks the copies after the last (none when the answer ends on its own).
+    cuts = [i for i, t in enumerate(trace.tokens) if i > 0 and t.outcome in own]
+    bounds = [0, *cuts, len(trace.tokens)]
+    oracle = costs.cost_units(full, layers, max(prefill, 1))
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        if b > a and not (b == len(trace.tokens) and a == b - 1 and trace.tokens[a].outcome in own):
+            oracle += costs.cost_units(full, layers, b - a)
+    return costs.trace_cost(trace) / oracle if oracle else 1.0

@@ -143,8 +143,8 @@ class DecodeConfig:
 LOOKUP_PRESET = DecodeConfig(mode="via", drafter="ngram", gamma=16, tau_accept=0.9, tau_slim=1.0,
                              copy_evidence="audit", audit_span=32, draft_stop_below=0.5, max_new_tokens=96)
 """VIA-SD with prompt lookup as recommended for tasks whose answer reuses the input (the app opens on
-it): copies matching the last 3 tokens with one known continuation are kept on trust and audited by
-the full model's next pass (exact), copies scoring under 0.5 are not worth a verifier's time, tier 2
-is off (no slim route is cheap and precise for this model). Chosen from `python -m core.benchmark`
-(see the README's grounded table)."""
+it): copies matching the last 3 tokens with one known continuation are kept on trust once the full
+model has kept whole copies (core.engine.TRUST_AFTER) and are audited by its next pass (output
+exact); copies scoring under 0.5 are not worth a verifier's time; tier 2 is off (no slim route of
+this model is cheap and precise). Chosen from `python -m core.benchmark` (README, issue 7 section)."""
 

@@ -62,6 +62,12 @@ from core.trace import CallRecord, RoundRecord, TokenRecord, Trace
 
 __all__ = ["encode_prompt", "generate", "iter_generate", "stop_token_ids"]
 
+TRUST_AFTER = 2
+"""Under copy_evidence "audit", copies are kept on trust only after the full model kept a whole copy in this
+many rounds in a row (and again after any refusal): one was not enough on the grounded prompts, where a
+single refused stretch of trusted copies cost 2-5 % of a run (python -m core.benchmark; README)."""
+
+
 class SlimGate:
     """Tier 2 pays only when its pass spares the round a full pass; otherwise it is pure overhead.
 
@@ -172,7 +178,7 @@ class _Decoder:
         # Under copy_evidence "audit": tokens kept by tiers 1 and 2 that no full pass has seen yet (a suffix
         # of the output), each with the drafter's distribution for the audit's verdict (None: a copy).
         self.awaiting: list[tuple[int, int, torch.Tensor | None]] = []  # (sequence position, token, p)
-        self.copying = False  # the full model's last verdicts on copies kept every one (audit's trust signal)
+        self.kept_copies = 0  # rounds in a row in which the full model kept a whole copy (audit's trust signal)
 
     def _scorer(self, role: str, loaded: object, route_spec: object) -> Scorer:
         route = resolve_route(route_spec, loaded.model.config)
@@ -262,8 +268,8 @@ class _Decoder:
                 return self._roll_back(index, round_, records, refused, n, full, slim.ran)
         round_.emitted = len(records)
         self.slim_gate.record(slim.ran, full.ran)
-        if full.ran and draft.tokens and draft.probs is None:
-            self.copying = round_.accepted == len(draft)
+        if full.ran and draft.tokens and draft.probs is None:  # the full model judged a copy: it kept all, or not
+            self.kept_copies = self.kept_copies + 1 if round_.accepted == len(draft) else 0
         return records, round_, []
 
     def _audited(self, draft: Draft) -> bool:
@@ -299,7 +305,7 @@ class _Decoder:
         round_.accepted = len(kept)
         round_.emitted = len(kept) + 1
         self.slim_gate.record(slim_ran, True)
-        self.copying = False
+        self.kept_copies = 0
         return kept + [correction], round_, dropped
 
     def _draft_confidence(self, draft: Draft, j: int, slim: VerifierPass, full: VerifierPass,
@@ -313,8 +319,8 @@ class _Decoder:
         evidence = self.config.copy_evidence
         if draft.probs is not None or evidence == "statistic" or full.ran:
             return statistic
-        if evidence == "audit":  # model evidence: the full model kept every copy it judged last
-            return statistic if self.copying else float("-inf")
+        if evidence == "audit":  # model evidence: the full model kept whole copies in its last TRUST_AFTER verdicts
+            return statistic if self.kept_copies >= TRUST_AFTER else float("-inf")
         if evidence == "verifier" or not slim_allowed:
             return float("-inf")  # below every threshold, 0.0 included
         if not fires(statistic, self.tau_accept):

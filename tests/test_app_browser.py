@@ -278,14 +278,14 @@ def test_small_projector_screenshot(browser, app_url: str) -> None:
 
 
 def test_the_app_opens_on_the_spelling_fix_with_the_lookup_preset_and_reads_well(browser, app_url: str) -> None:
-    """Issue 7: the default page is grounded prompt 4 with LOOKUP_PRESET; a run on it reads well in both schemes."""
+    """Issue 7: the default page is grounded prompt 9 with LOOKUP_PRESET; a run on it reads well in both schemes."""
     from core.config import LOOKUP_PRESET
 
     context = browser.new_context(viewport=VIEWPORT, color_scheme="light")
     pg = context.new_page()
     pg.goto(app_url, wait_until="domcontentloaded")
     pg.wait_for_selector("#viasd-run", timeout=60_000)
-    assert "definately" in pg.input_value("#viasd-prompt textarea")
+    assert "wordCounts" in pg.input_value("#viasd-prompt textarea")
     assert float(pg.input_value("#viasd-tau-accept input[type=number]")) == LOOKUP_PRESET.tau_accept
     assert float(pg.input_value("#viasd-tau-slim input[type=number]")) == LOOKUP_PRESET.tau_slim
     assert float(pg.input_value("#viasd-gamma input[type=number]")) == LOOKUP_PRESET.gamma

@@ -146,16 +146,16 @@ def test_walkthrough_loads_and_explains(app_client: object) -> None:
 
 
 def test_an_audited_run_equals_plain_greedy_and_reports_what_the_audit_cut(app_client: object) -> None:
-    """Issue 7: copies kept on trust and audited; on this spelling fix the audit refuses some copies."""
+    """Issue 7: copies kept on trust and audited; on this rename the audit refuses copies of the old name."""
     from app.tabs.generate import OUTPUTS
     from examples import load_prompts
 
     names = tuple(n for n in OUTPUTS if n not in ("trace", "reliability"))  # States are not sent to API callers
-    prompt = load_prompts("grounded")[3].text
+    prompt = load_prompts("grounded")[8].text
     audited = settings_with(mode="via", drafter="ngram", gamma=16, tau_accept=0.9, tau_slim=1.0,
-                            copy_evidence="audit", draft_stop_below=0.5, audit_span=32, max_new_tokens=48)
+                            copy_evidence="audit", draft_stop_below=0.5, audit_span=32, max_new_tokens=96)
     out = by_name(app_client.predict(prompt, *audited, api_name="/generate"), names)
-    plain = by_name(app_client.predict(prompt, *settings_with(mode="plain", max_new_tokens=48),
+    plain = by_name(app_client.predict(prompt, *settings_with(mode="plain", max_new_tokens=96),
                                        api_name="/generate"), names)
     assert "Done" in out["status"] and out["metrics_json"]["identical_to_full"] is True
     text = lambda html: "".join(re.findall(r">([^<]*)</span>", html))  # noqa: E731
@@ -265,7 +265,7 @@ def test_the_app_opens_on_the_spelling_fix_with_the_lookup_preset() -> None:
     from examples import load_prompts
 
     opening = Settings()
-    assert opening.prompt == load_prompts("grounded")[3].text and "definately" in opening.prompt
+    assert opening.prompt == load_prompts("grounded")[8].text and "wordCounts" in opening.prompt
     assert opening.config() == LOOKUP_PRESET.validate()
     assert Settings.of(LOOKUP_PRESET) == opening
     assert [v for _, v in COPY_EVIDENCE_CHOICES] != [] and {v for _, v in COPY_EVIDENCE_CHOICES} == set(COPY_EVIDENCE)

@@ -11,15 +11,15 @@ import pytest
 from test_engine import assert_follows_the_full_model, greedy_without_cache
 from tiny import tiny_bundle
 
-from core import DecodeConfig, generate, summarize
+from core import DecodeConfig, engine, generate, summarize
 from core.drafters import PromptLookupDrafter
-from core.engine import _Decoder
+from core.engine import TRUST_AFTER, _Decoder
 from core.errors import ConfigError
 from core.tiers import Reason, Tier
 from core.trace import Trace
 
 PROMPT = "the cat sat on the mat. the cat sat on the mat and the dog sat on the log. the cat"
-AUDIT = DecodeConfig(mode="via", drafter="ngram", gamma=2, max_new_tokens=60, chat_template=False,
+AUDIT = DecodeConfig(mode="via", drafter="ngram", gamma=1, max_new_tokens=60, chat_template=False,
                      tau_accept=0.2, tau_slim=1.0, copy_evidence="audit", audit_span=8, slim_route="skip-middle-25")
 
 
@@ -27,6 +27,13 @@ AUDIT = DecodeConfig(mode="via", drafter="ngram", gamma=2, max_new_tokens=60, ch
 def bundle():
     """Middle layers quieted: the model agrees with copies often enough to be trusted, not always."""
     return tiny_bundle("llama", layers=6, avoid_eos=True, middle_scale=0.1)
+
+
+@pytest.fixture(autouse=True)
+def trust_sooner(monkeypatch):
+    """The mechanism tests trust a copy after one whole copy kept (this random model rarely keeps two in a
+    row); the trust-signal test below uses the engine's own TRUST_AFTER."""
+    monkeypatch.setattr(engine, "TRUST_AFTER", 1)
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +54,11 @@ def test_audited_copies_reproduce_plain_greedy_decoding(bundle, plain, tau_accep
         assert m["rolled_back"] > 0 and any(t.reason == Reason.AUDIT_REFUSED for t in trace.tokens)
 
 
-def test_copies_are_trusted_only_after_the_full_model_kept_a_whole_copy(bundle):
-    """The audit's trust signal is model evidence: the round after a refusal verifies its copies."""
+def test_copies_are_trusted_only_after_the_full_model_kept_whole_copies(bundle, monkeypatch):
+    """The audit's trust signal is model evidence: after a refusal, copies are verified again until the
+    full model has kept a whole copy in TRUST_AFTER rounds in a row."""
+    monkeypatch.setattr(engine, "TRUST_AFTER", TRUST_AFTER)
+    assert TRUST_AFTER >= 2
     trace = generate(bundle, PROMPT, AUDIT.with_(tau_accept=0.0))
     refused_rounds = {t.round for t in trace.tokens if t.reason == Reason.AUDIT_REFUSED}
     assert refused_rounds
@@ -56,8 +66,9 @@ def test_copies_are_trusted_only_after_the_full_model_kept_a_whole_copy(bundle):
         following = [t for t in trace.tokens + trace.rolled_back if t.round == r + 1]
         assert all(t.tier != Tier.DRAFT for t in following), r
     first_trusted = min(t.round for t in trace.tokens + trace.rolled_back if t.tier == Tier.DRAFT)
-    earlier = trace.rounds[first_trusted - 1]
-    assert earlier.drafted and earlier.accepted == earlier.drafted  # a whole copy kept just before
+    judged = [r for r in trace.rounds[:first_trusted] if r.drafted]
+    assert len(judged) >= TRUST_AFTER
+    assert all(r.accepted == r.drafted for r in judged[-TRUST_AFTER:])  # whole copies kept just before
 
 
 def test_trusting_the_statistic_alone_differs_where_the_audit_does_not(bundle, plain):
@@ -108,7 +119,7 @@ def test_audited_copies_sample_from_the_full_model(bundle, monkeypatch):
 
     def trusting(self, *args, **kwargs):
         start(self, *args, **kwargs)
-        self.copying = True
+        self.kept_copies = 2**20
 
     monkeypatch.setattr(_Decoder, "__init__", trusting)
     temperature = 1.0

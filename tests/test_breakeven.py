@@ -247,3 +247,28 @@ def test_explain_run_bundles_sentence_point_and_profile(model):
     assert result.point == run_point(trace, CostModel(model))
     assert result.sentence.startswith("Drafting cost") and "accelerator" in result.profile_label
     assert result.predicted_speedup == pytest.approx(CostModel(model).predicted_speedup(trace))
+
+
+def _lookup_trace(rounds: list[tuple[int, int, str]]) -> Trace:
+    """Prompt-lookup rounds of (drafted, kept, last outcome): one full pass of drafted + 1 tokens each (the
+    first also reads the 10-token prompt); no drafter calls, a copy costs nothing."""
+    tokens, records = [], []
+    for index, (drafted, kept, last) in enumerate(rounds):
+        calls = [CallRecord("full", drafted + 1 + (9 if index == 0 else 0), LAYERS, 0.0, 0.0, False)]
+        records.append(RoundRecord(index, list(range(drafted)), accepted=kept, emitted=kept + 1, calls=calls))
+        tokens += [TokenRecord(len(tokens), 1, "x", index, 3, o, "", "") for o in ["full-accepted"] * kept + [last]]
+    return Trace("p", 10, {"mode": "sd", "gamma": 4}, {}, tokens, records)
+
+
+def test_lookup_ceiling_is_one_for_plain_decoding_and_bounds_a_wasteful_run(model, costs):
+    from core.breakeven import lookup_ceiling
+
+    plain = _lookup_trace([(0, 0, "plain")] * 5)
+    assert lookup_ceiling(plain, costs) == pytest.approx(1.0)  # nothing to merge, nothing wasted
+    run = _lookup_trace([(4, 4, "full-bonus"), (4, 1, "full-corrected"), (4, 0, "full-corrected")])
+    # The oracle: prefill writes token 0; a pass over tokens 0-5 writes token 6 (the first correction), a pass over
+    # token 6 writes token 7 (the second); the answer ends on the model's own token.
+    unit = lambda k: costs.cost_units(model, LAYERS, k)  # noqa: E731
+    oracle = unit(10) + unit(6) + unit(1)
+    assert lookup_ceiling(run, costs) == pytest.approx(costs.trace_cost(run) / oracle)
+    assert lookup_ceiling(run, costs) > 1.0
