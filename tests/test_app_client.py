@@ -146,7 +146,7 @@ def test_walkthrough_loads_and_explains(app_client: object) -> None:
 
 
 def test_an_audited_run_equals_plain_greedy_and_reports_what_the_audit_cut(app_client: object) -> None:
-    """Issue 7: copies kept on trust and audited; on this rename the audit refuses copies of the old name."""
+    """Issue 7: copies kept on trust and audited; on this rename the audit refuses a stretch the model rewrites."""
     from app.tabs.generate import OUTPUTS
     from examples import load_prompts
 
