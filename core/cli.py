@@ -7,7 +7,7 @@ import os
 import sys
 
 from core.confidence import SIGNALS
-from core.config import DRAFTERS, DecodeConfig
+from core.config import COPY_EVIDENCE, DRAFTERS, LOOKUP_PRESET, DecodeConfig
 from core.cost import CostModel
 from core.errors import ViaSdError
 from core.limits import MAX_NEW_TOKENS
@@ -71,18 +71,26 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", default="via", choices=["plain", "sd", "via", "all"],
                    help="'all' runs plain, classic SD and VIA-SD side by side")
     p.add_argument("--model", default=EMBEDDED_ID, help="verifier: embedded default, a Hub id or a local folder")
-    p.add_argument("--drafter", default="self", choices=list(DRAFTERS))
+    p.add_argument("--preset", choices=["lookup"], help="start from core.config.LOOKUP_PRESET (prompt lookup with "
+                   "audited copies) instead of DecodeConfig's defaults; options given explicitly still apply")
+    p.add_argument("--drafter", choices=list(DRAFTERS), help="default: self (lookup preset: ngram)")
     p.add_argument("--drafter-model", help="Hub id or folder of a separate drafter (implies --drafter model)")
     p.add_argument("--device", help="cpu or cuda (default: cuda when present)")
     p.add_argument("--dtype", choices=["float32", "bfloat16", "float16"],
                    help="default: float32 on CPU, bfloat16 on CUDA; float32 keeps classic SD exact")
-    p.add_argument("--draft-route", default=DecodeConfig.draft_route)
-    p.add_argument("--slim-route", default=DecodeConfig.slim_route)
-    p.add_argument("--gamma", type=int, default=DecodeConfig.gamma)
-    p.add_argument("--tau-accept", type=float, default=DecodeConfig.tau_accept)
-    p.add_argument("--tau-slim", type=float, default=DecodeConfig.tau_slim)
+    p.add_argument("--draft-route", help=f"default: {DecodeConfig.draft_route}")
+    p.add_argument("--slim-route", help=f"default: {DecodeConfig.slim_route}")
+    p.add_argument("--gamma", type=int, help=f"default: {DecodeConfig.gamma}")
+    p.add_argument("--tau-accept", type=float, help=f"default: {DecodeConfig.tau_accept}")
+    p.add_argument("--tau-slim", type=float, help=f"default: {DecodeConfig.tau_slim}; 1.0 switches tier 2 off")
+    p.add_argument("--copy-evidence", choices=list(COPY_EVIDENCE),
+                   help="what a prompt-lookup copy needs before tier 1 keeps it (default: verifier)")
+    p.add_argument("--draft-stop-below", type=float, help="cut a draft at its first token scoring below this")
+    p.add_argument("--audit-span", type=int, help="copies kept on trust before the full model must audit them")
+    p.add_argument("--ngram-size", type=int, help="prompt lookup: longest n-gram matched")
     p.add_argument("--signal", default="prob", choices=list(SIGNALS), help="confidence signal for every tier")
-    p.add_argument("--max-new-tokens", type=int, default=64, help=f"at most {MAX_NEW_TOKENS}")
+    p.add_argument("--max-new-tokens", type=int, help=f"default: {DecodeConfig.max_new_tokens} (lookup preset: "
+                   f"{LOOKUP_PRESET.max_new_tokens}); at most {MAX_NEW_TOKENS}")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
     p.add_argument("--top-p", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0)
@@ -98,13 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         prompt = args.prompt or _example(args.example)
-        config = DecodeConfig(
-            mode="via" if args.mode == "all" else args.mode,
-            drafter="model" if args.drafter_model else args.drafter, draft_route=args.draft_route,
-            slim_route=args.slim_route, gamma=args.gamma, tau_accept=args.tau_accept, tau_slim=args.tau_slim,
-            draft_signal=args.signal, slim_signal=args.signal, max_new_tokens=args.max_new_tokens,
-            temperature=args.temperature, top_p=args.top_p, seed=args.seed,
-            chat_template=not args.no_chat_template).validate()
+        config = build_config(args)
         print(f"loading {args.model} ...", file=sys.stderr)
         bundle = load_bundle(args.model, args.drafter_model, args.device, args.dtype)
         costs = CostModel(bundle.verifier.model, device_profile(bundle.verifier.device, args.profile))
@@ -132,6 +134,21 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.json, "w") as handle:
             handle.write("[" + ",\n".join(t.to_json() for t in traces.values()) + "]")
     return 0
+
+
+def build_config(args: argparse.Namespace) -> DecodeConfig:
+    """The run's settings: DecodeConfig's defaults (or LOOKUP_PRESET's with --preset lookup), then every
+    option given on the command line."""
+    base = LOOKUP_PRESET if args.preset == "lookup" else DecodeConfig()
+    given = {name: getattr(args, name) for name in ("drafter", "draft_route", "slim_route", "gamma", "tau_accept",
+                                                     "tau_slim", "copy_evidence", "draft_stop_below", "audit_span",
+                                                     "ngram_size", "max_new_tokens") if getattr(args, name) is not None}
+    if args.drafter_model:
+        given["drafter"] = "model"
+    return base.with_(
+        mode="via" if args.mode == "all" else args.mode, draft_signal=args.signal, slim_signal=args.signal,
+        temperature=args.temperature, top_p=args.top_p, seed=args.seed,
+        chat_template=not args.no_chat_template, **given).validate()
 
 
 def why_lines(costs: CostModel, traces: dict[str, Trace], drafter: object | None = None) -> str:

@@ -272,3 +272,13 @@ def test_lookup_ceiling_is_one_for_plain_decoding_and_bounds_a_wasteful_run(mode
     oracle = unit(10) + unit(6) + unit(1)
     assert lookup_ceiling(run, costs) == pytest.approx(costs.trace_cost(run) / oracle)
     assert lookup_ceiling(run, costs) > 1.0
+
+
+def test_cli_settings_start_from_the_lookup_preset_and_take_explicit_options():
+    from core.cli import build_config, parser
+    from core.config import LOOKUP_PRESET, DecodeConfig
+
+    preset = build_config(parser().parse_args(["x", "--preset", "lookup", "--tau-accept", "0.7"]))
+    assert preset == LOOKUP_PRESET.with_(tau_accept=0.7).validate()
+    plain_defaults = build_config(parser().parse_args(["x", "--copy-evidence", "audit", "--audit-span", "8"]))
+    assert plain_defaults == DecodeConfig(copy_evidence="audit", audit_span=8).validate()
