@@ -218,16 +218,16 @@ def summary(rows: list[Row], costs: CostModel | None = None) -> list[str]:
         value = med.get(key, {}).get(col)
         goal = 1.2 if key == "VIA-SD ngram" else 1.0
         if value is not None:
-            verdict = "met" if value >= goal else f"MISSED by {goal - value:.2f}"
-            lines.append(f"  {key} vs {anchor}: {value:.2f}x -> {verdict}")
+            verdict = "met" if value >= goal else f"MISSED by {goal - value:.3f}"
+            lines.append(f"  {key} vs {anchor}: {value:.3f}x -> {verdict}")
     via, twin = med.get("VIA-SD ngram"), med.get(f"{SAME_DRAFTS} ngram")
     if via and twin and via.get("plain") and twin.get("plain"):
         ratio = via["plain"] / twin["plain"]
         words = via.get("words")
         lines.append(f"  VIA-SD ngram words differing (median): {_fmt(words, '.1%', 0).strip()} -> "
                      f"{'met' if words is not None and words <= 0.01 else 'MISSED'}")
-        lines.append(f"  floor: VIA-SD ngram vs {SAME_DRAFTS} ngram (same drafter, lossless): {ratio:.2f}x -> "
-                     f"{'met' if ratio >= 1.0 else f'MISSED by {1.0 - ratio:.2f}'}")
+        lines.append(f"  floor: VIA-SD ngram vs {SAME_DRAFTS} ngram (same drafter, lossless): {ratio:.3f}x -> "
+                     f"{'met' if ratio >= 1.0 else f'MISSED by {1.0 - ratio:.3f}'}")
     sd = [r for r in rows if r.key == "SD ngram" and r.trace is not None and r.ratios.get(HF_LOOKUP)]
     if costs is not None and sd:
         from core.breakeven import lookup_ceiling

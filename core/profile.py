@@ -125,11 +125,17 @@ def profile_choices() -> dict[str, str]:
 
 def device_profile(device: torch.device | str, requested: str | None = None) -> str | None:
     """The profile to predict wall-clock speed on `device`: the one requested, else the first shipped
-    measured profile for this kind of device (e.g. cpu-*), else None (the modelled accelerator)."""
+    measured profile for this kind of device (e.g. cpu-*; on a CPU the one measured with torch's current
+    thread count, `<name>-<n>threads`, when there is one), else None (the modelled accelerator)."""
     if requested:
         return requested
     kind = torch.device(device).type
     measured = [name for name in shipped_profiles() if name.startswith(kind + "-")]
+    threads = f"-{torch.get_num_threads()}threads"
+    same_threads = [name for name in measured if name.endswith(threads)]  # CPU profiles depend on the thread count
+    single = [name for name in measured if not name.endswith("threads")]
+    if kind == "cpu" and (same_threads or single):
+        return (same_threads or single)[0]
     return measured[0] if measured else None
 
 

@@ -55,7 +55,7 @@ def test_rows_carry_ratios_predictions_and_print(rows):
 
 def test_summary_flags_a_missed_target():
     fast = Row("p", "plain", "-", [1, 2], 1.0, ratios={HF_GREEDY: 0.8, "plain": 1.0})
-    assert "MISSED by 0.20" in "\n".join(summary([fast]))
+    assert "MISSED by 0.200" in "\n".join(summary([fast]))
 
 
 def test_call_shape_compares_each_kind_of_pass_with_the_profile(rows):
