@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import html
 
-from app.render import OUTCOMES, audit_states, audits_copies
-from core.tiers import Reason
+from app.render import OUTCOMES, audit_counts, audits_copies
 from core.trace import Trace
 
 PARTIAL_STOPS = {"cancelled", "time-budget"}
@@ -106,7 +105,7 @@ def metrics_html(metrics: dict, trace: Trace | None = None) -> str:
                f'<div class="note">{pending}</div></div>')
     shares = "".join(
         _row(OUTCOMES[o][1], f'{m.get(f"share_{o}", 0.0):.0%}') for o in OUTCOMES if m.get(f"share_{o}", 0.0) > 0)
-    routing = ('<div class="viasd-card"><h4>Who decided the tokens</h4><table>' + shares + _audit_rows(m, trace)
+    routing = ('<div class="viasd-card"><h4>Who decided the tokens</h4><table>' + shares + _audit_rows(trace)
                + _row("rounds", str(m["rounds"])) + _row("stop reason", html.escape(str(m["stop_reason"])))
                + '</table></div>')
     partial = ' data-partial="1"' if is_partial(trace) else ""
@@ -114,17 +113,17 @@ def metrics_html(metrics: dict, trace: Trace | None = None) -> str:
 
 
 
-def audit_summary(metrics: dict, trace: Trace | None) -> dict[str, int] | None:
+def audit_summary(trace: Trace | None) -> dict[str, int] | None:
     """Copies kept on trust (still in the output), tokens the audit cut and the rounds that cut them;
     None when the run did not audit copies (copy_evidence other than "audit", or no prompt lookup)."""
     if trace is None or not audits_copies(trace):
         return None
-    return {"trusted": len(audit_states(trace)), "cut": int(metrics.get("rolled_back", len(trace.rolled_back))),
-            "rounds": sum(1 for t in trace.tokens if t.reason == Reason.AUDIT_REFUSED)}
+    trusted, cut, refusals = audit_counts(trace)
+    return {"trusted": trusted, "cut": cut, "rounds": refusals}
 
 
-def _audit_rows(m: dict, trace: Trace | None) -> str:
-    audit = audit_summary(m, trace)
+def _audit_rows(trace: Trace | None) -> str:
+    audit = audit_summary(trace)
     if audit is None:
         return ""
     cut = (f'<span data-metric="rolled_back">{audit["cut"]}</span> token{"s" * (audit["cut"] != 1)} '

@@ -138,6 +138,11 @@ def cuts_by_round(trace: Trace) -> dict[int, list[TokenRecord]]:
     return cuts
 
 
+def _cut_in(cuts: dict[int, list[TokenRecord]]) -> dict[int, int]:
+    """id(token) -> index of the round whose audit cut it (from `cuts_by_round`)."""
+    return {id(t): r for r, tokens in cuts.items() for t in tokens}
+
+
 def visible_trace(trace: Trace, index: int, show_future: bool) -> Trace:
     """The trace as a class should see it at round `index`: later rounds hidden unless asked for.
 
@@ -149,7 +154,7 @@ def visible_trace(trace: Trace, index: int, show_future: bool) -> Trace:
     if show_future:
         return trace
     cuts = cuts_by_round(trace)
-    cut_in = {id(t): r for r, tokens in cuts.items() for t in tokens}
+    cut_in = _cut_in(cuts)
     standing = [t for t in trace.tokens if t.round <= index]
     standing += [t for t in trace.rolled_back if t.round <= index and cut_in.get(id(t), -1) > index]
     correction = [t for t in standing if t.round == index and t.reason == Reason.AUDIT_REFUSED]
@@ -187,7 +192,7 @@ def round_view(trace: Trace | None, index: int, decode: Callable[[int], str]) ->
     index = max(0, min(int(index), len(trace.rounds) - 1))
     rnd, mode, audited = trace.rounds[index], str(trace.config.get("mode", "via")), audits_copies(trace)
     cuts = cuts_by_round(trace)
-    cut_in = {id(t): r for r, tokens in cuts.items() for t in tokens}
+    cut_in = _cut_in(cuts)
     # the round's tokens as it wrote them: those still in the output, those an audit cut, its correction last
     toks = sorted([t for t in [*trace.tokens, *trace.rolled_back] if t.round == index],
                   key=lambda t: (t.reason == Reason.AUDIT_REFUSED, t.position))
@@ -214,10 +219,12 @@ def round_view(trace: Trace | None, index: int, decode: Callable[[int], str]) ->
     table = ("<div class='viasd-round' id='viasd-round'><table><tr><th>#</th><th>draft word</th>"
              "<th>drafter conf.</th><th>slim conf.</th><th>why this tier</th><th>decision</th><th>output</th></tr>"
              + "".join(rows) + "</table></div>")
-    return table, _caption(trace, index, items, decode)
+    return table, _caption(trace, index, items, decode, len(cuts.get(index, [])))
 
 
-def _caption(trace: Trace, index: int, items: list[tuple[TokenRecord, str]], decode: Callable[[int], str]) -> str:
+def _caption(trace: Trace, index: int, items: list[tuple[TokenRecord, str]], decode: Callable[[int], str],
+             cut: int) -> str:
+    """The round told in sentences; `cut`: how many tokens this round's audit cut."""
     rnd = trace.rounds[index]
     by_role: dict[str, float] = {}
     for c in rnd.calls:
@@ -236,7 +243,6 @@ def _caption(trace: Trace, index: int, items: list[tuple[TokenRecord, str]], dec
     plain_so_far = tokens_so_far + prefill_extra  # plain pays the same prompt prefill, then one pass per token
     speed = modelled_speedup(plain_so_far, cost_so_far)
     shown = "unbounded (no verifier ran)" if speed == float("inf") else f"{speed:.2f}×"
-    cut = len(cuts_by_round(trace).get(index, []))
     audit = f" Its audit cut {cut} token(s) from the text (struck through)." if cut else ""
     closing = (f"This round kept {rnd.accepted} draft word(s) and wrote {rnd.emitted}.{audit} It cost {cost_round:.2f} "
                f"full-model passes ({ran}). So far: {tokens_so_far} tokens for {cost_so_far:.2f} passes, where plain "

@@ -18,13 +18,12 @@ from app.reliability_chart import (
     prediction_text,
     reliability_figure,
 )
-from app.render import FINISHED, audit_states, audits_copies
+from app.render import FINISHED, audit_counts, audits_copies
 from core import reliability
 from core.breakeven import explain_run
 from core.config import DecodeConfig
 from core.models import ModelBundle
 from core.reliability import ReliabilityData
-from core.tiers import Reason
 from core.trace import Trace
 
 log = logging.getLogger("viasd.app")
@@ -64,8 +63,7 @@ def audit_sentence(trace: Trace) -> str:
     """What the audit did in this run (copy_evidence "audit"), read from the trace; "" for other runs."""
     if not audits_copies(trace):
         return ""
-    trusted, cut = len(audit_states(trace)), len(trace.rolled_back)
-    refusals = sum(1 for t in trace.tokens if t.reason == Reason.AUDIT_REFUSED)
+    trusted, cut, refusals = audit_counts(trace)
     if trusted or cut:
         text = (f" {trusted + cut} cop{'ies were' if trusted + cut != 1 else 'y was'} kept on trust and audited by "
                 "full-model passes that had to process them anyway, many copies per pass")

@@ -129,6 +129,12 @@ def audit_states(trace: Trace, tokens: list[TokenRecord] | None = None) -> dict[
     return states
 
 
+def audit_counts(trace: Trace) -> tuple[int, int, int]:
+    """(copies kept on trust still in the output, tokens the audit cut, its refusals) of an audited run."""
+    refusals = sum(1 for t in trace.tokens if t.reason == Reason.AUDIT_REFUSED)
+    return len(audit_states(trace)), len(trace.rolled_back), refusals
+
+
 def tokens_html(trace: Trace | None, current_round: int | None = None, placeholder: str = "",
                 elem_id: str = TOKENS_ELEM_ID, pending: Trace | None = None,
                 cut: Collection[TokenRecord] = ()) -> str:

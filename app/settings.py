@@ -22,7 +22,7 @@ from examples import load_prompts
 DEFAULT = LOOKUP_PRESET
 """The decoding values the app opens with."""
 DEFAULT_PROMPT = load_prompts("grounded")[8].text
-"""The prompt the app opens with: fix three misspellings, an answer that mostly copies its input."""
+"""The prompt the app opens with: rename a variable in a function, an answer that mostly copies its input."""
 SAMPLING = DecodeConfig(temperature=0.8, top_p=0.95)
 """Temperature and top-p the sampling widgets show while sampling is off."""
 

@@ -38,12 +38,10 @@ SAME_DRAFTS = "SD same drafts"  # classic SD with VIA-SD's own drafter settings:
 
 def lookup_config(args: argparse.Namespace) -> DecodeConfig:
     """VIA-SD with prompt lookup: core.config.LOOKUP_PRESET, with any setting given on the command line."""
-    changes = {name: getattr(args, name) for name in ("tau_accept", "tau_slim", "copy_evidence", "audit_span",
-                                                      "draft_stop_below", "ngram_size", "lookup_gamma")
-               if getattr(args, name) is not None}
-    if "lookup_gamma" in changes:
-        changes["gamma"] = changes.pop("lookup_gamma")
-    return LOOKUP_PRESET.with_(max_new_tokens=args.max_new_tokens, **changes).validate()
+    via = LOOKUP_PRESET.given(args, "tau_accept", "tau_slim", "copy_evidence", "audit_span", "draft_stop_below",
+                              "ngram_size")
+    gamma = via.gamma if args.lookup_gamma is None else args.lookup_gamma
+    return via.with_(max_new_tokens=args.max_new_tokens, gamma=gamma).validate()
 
 
 @dataclass
@@ -122,7 +120,7 @@ def run_prompt(bundle: ModelBundle, prompt: object, label: str, args: argparse.N
     """Every method on one prompt, interleaved; then fidelity against our plain (greedy) output."""
     prompt_ids = encode_prompt(bundle.verifier.tokenizer, prompt.text)
     base = DecodeConfig(max_new_tokens=args.max_new_tokens)
-    base = base.with_(**{k: getattr(args, k) for k in ("tau_accept", "tau_slim") if getattr(args, k) is not None})
+    base = base.given(args, "tau_accept", "tau_slim")
     jobs = [lambda: Row(label, HF_GREEDY, "-", *hf_generate(bundle, prompt_ids, args.max_new_tokens)),
             lambda: _our_row(bundle, prompt, label, base.with_(mode="plain"), costs, accelerator)]
     for drafter in args.drafters:

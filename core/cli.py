@@ -139,16 +139,13 @@ def main(argv: list[str] | None = None) -> int:
 def build_config(args: argparse.Namespace) -> DecodeConfig:
     """The run's settings: DecodeConfig's defaults (or LOOKUP_PRESET's with --preset lookup), then every
     option given on the command line."""
-    base = LOOKUP_PRESET if args.preset == "lookup" else DecodeConfig()
-    given = {name: getattr(args, name) for name in ("drafter", "draft_route", "slim_route", "gamma", "tau_accept",
-                                                     "tau_slim", "copy_evidence", "draft_stop_below", "audit_span",
-                                                     "ngram_size", "max_new_tokens") if getattr(args, name) is not None}
-    if args.drafter_model:
-        given["drafter"] = "model"
+    base = (LOOKUP_PRESET if args.preset == "lookup" else DecodeConfig()).given(
+        args, "drafter", "draft_route", "slim_route", "gamma", "tau_accept", "tau_slim", "copy_evidence",
+        "draft_stop_below", "audit_span", "ngram_size", "max_new_tokens")
     return base.with_(
-        mode="via" if args.mode == "all" else args.mode, draft_signal=args.signal, slim_signal=args.signal,
-        temperature=args.temperature, top_p=args.top_p, seed=args.seed,
-        chat_template=not args.no_chat_template, **given).validate()
+        mode="via" if args.mode == "all" else args.mode, drafter="model" if args.drafter_model else base.drafter,
+        draft_signal=args.signal, slim_signal=args.signal, temperature=args.temperature, top_p=args.top_p,
+        seed=args.seed, chat_template=not args.no_chat_template).validate()
 
 
 def why_lines(costs: CostModel, traces: dict[str, Trace], drafter: object | None = None) -> str:

@@ -87,6 +87,11 @@ class DecodeConfig:
     def with_(self, **changes: object) -> DecodeConfig:
         return replace(self, **changes)
 
+    def given(self, source: object, *names: str) -> DecodeConfig:
+        """This config with each named attribute of `source` (e.g. parsed command-line options) that is set,
+        i.e. not None: options left unset keep this config's values."""
+        return self.with_(**{n: getattr(source, n) for n in names if getattr(source, n, None) is not None})
+
     def to_dict(self) -> dict:
         return asdict(self)
 

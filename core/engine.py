@@ -175,9 +175,9 @@ class _Decoder:
         self.drafter: Drafter | None = self._make_drafter(bundle)
         self.tau_accept, self.tau_slim = config.effective_thresholds()
         self.slim_gate = SlimGate(config.slim_min_hit_rate)
-        # Under copy_evidence "audit": tokens kept by tiers 1 and 2 that no full pass has seen yet (a suffix
-        # of the output), each with the drafter's distribution for the audit's verdict (None: a copy).
-        self.awaiting: list[tuple[int, int, torch.Tensor | None]] = []  # (sequence position, token, p)
+        # Under copy_evidence "audit": (sequence position, token) of each token tiers 1 and 2 kept that no full
+        # pass has seen yet, a suffix of the output. All are copies: a copy's proposal is one-hot (p None).
+        self.awaiting: list[tuple[int, int]] = []
         self.kept_copies = 0  # rounds in a row in which the full model kept a whole copy (audit's trust signal)
 
     def _scorer(self, role: str, loaded: object, route_spec: object) -> Scorer:
@@ -236,10 +236,8 @@ class _Decoder:
                 routing = Routing(Tier.FULL, Reason.COPY_NEEDS_EVIDENCE)  # the copy statistic alone would have passed
             if routing.tier is not Tier.FULL and self._audited(draft) and len(self.awaiting) >= self.config.audit_span:
                 routing = Routing(Tier.FULL, Reason.AUDIT_DUE)  # enough tokens wait: the full pass runs now
-            if routing.tier is Tier.FULL and self.awaiting:  # the full pass runs now: audit the kept copies first
-                refused = self._audit(full, n)
-                if refused is not None:
-                    return self._roll_back(index, round_, records, refused, n, full, slim.ran)
+            if routing.tier is Tier.FULL and (cut := self._audit(index, round_, records, n, full, slim)):
+                return cut  # the full pass runs now: it audited the kept copies first and refused one
             if routing.tier is Tier.DRAFT:  # tier 1: trusted as drafted
                 verdict = Verdict(True, token, "draft trusted, no verifier ran")
             elif routing.tier is Tier.SLIM:  # tier 2: the slim verifier decides
@@ -248,24 +246,22 @@ class _Decoder:
                 verdict = self.rule.judge(full.q(j), token, draft.p(j), full.best(j))
             records.append(self._token(index, verdict, routing, draft, slim, full, j))
             if routing.tier is not Tier.FULL and self._audited(draft):
-                self.awaiting.append((n + j, verdict.token, draft.p(j) if verdict.accepted else None))
+                self.awaiting.append((n + j, verdict.token))
             round_.accepted += verdict.accepted
             if not verdict.accepted or verdict.token in self.stop_ids:
                 break
         else:
             # Bonus: the full pass's own next token after a fully kept draft (or the only token of a plain round).
             if not draft.tokens or (full.ran and len(records) < budget):
-                refused = self._audit(full, n) if self.awaiting else None
-                if refused is not None:
-                    return self._roll_back(index, round_, records, refused, n, full, slim.ran)
+                if cut := self._audit(index, round_, records, n, full, slim):
+                    return cut
                 j = len(draft)
                 bonus = Verdict(False, self.sampler.pick(full.q(j)), "full verifier's own next token")
                 routing = Routing(Tier.FULL, Reason.BONUS if draft.tokens else Reason.NO_DRAFT)
                 records.append(self._token(index, bonus, routing, draft, slim, full, j))
-        if self.awaiting and (len(records) >= budget or records[-1].token_id in self.stop_ids):
-            refused = self._audit(full, n)  # the answer ends here: it must not end unaudited
-            if refused is not None:
-                return self._roll_back(index, round_, records, refused, n, full, slim.ran)
+        if self.awaiting and (len(records) >= budget or records[-1].token_id in self.stop_ids):  # none ends unaudited
+            if cut := self._audit(index, round_, records, n, full, slim):
+                return cut
         round_.emitted = len(records)
         self.slim_gate.record(slim.ran, full.ran)
         if full.ran and draft.tokens and draft.probs is None:  # the full model judged a copy: it kept all, or not
@@ -276,23 +272,24 @@ class _Decoder:
         """Whether tier 1 keeps this round's copies provisionally, for the full model to audit later."""
         return draft.probs is None and self.config.copy_evidence == "audit"
 
-    def _audit(self, full: VerifierPass, n: int) -> tuple[int, Verdict] | None:
-        """Judge every token awaiting audit with the full pass (which covers them: its KV cache had to
-        catch up over them anyway; the draft starts at sequence position n). Returns the first refused
-        (its sequence position, the full model's verdict there), or None: all stand, nothing awaits."""
+    def _audit(self, index: int, round_: RoundRecord, records: list[TokenRecord], n: int, full: VerifierPass,
+               slim: VerifierPass) -> tuple[list[TokenRecord], RoundRecord, list[TokenRecord]] | None:
+        """Judge every token awaiting audit with the full pass (which covers them: its KV cache had to catch
+        up over them anyway; the draft starts at sequence position n). None when all stand (nothing awaits
+        any more); else the round's result after cutting back to the first refused (`_roll_back`)."""
         waiting, self.awaiting = self.awaiting, []
-        for position, token, p in waiting:
-            verdict = self.rule.judge(full.q(position - n), token, p, full.best(position - n))
+        for position, token in waiting:
+            verdict = self.rule.judge(full.q(position - n), token, None, full.best(position - n))
             if not verdict.accepted:
-                return position, Verdict(False, verdict.token, f"audit refused a trusted copy ({verdict.why})")
+                correction = Verdict(False, verdict.token, f"audit refused a trusted copy ({verdict.why})")
+                return self._roll_back(index, round_, records, position, correction, n, full, slim.ran)
         return None
 
-    def _roll_back(self, index: int, round_: RoundRecord, records: list[TokenRecord], refused: tuple[int, Verdict],
-                   n: int, full: VerifierPass, slim_ran: bool) -> tuple[list[TokenRecord], RoundRecord,
-                                                                         list[TokenRecord]]:
+    def _roll_back(self, index: int, round_: RoundRecord, records: list[TokenRecord], position: int,
+                   verdict: Verdict, n: int, full: VerifierPass,
+                   slim_ran: bool) -> tuple[list[TokenRecord], RoundRecord, list[TokenRecord]]:
         """Cut the output back to the refused token and write the full model's token there; the round ends.
         Tokens cut before this round are counted in `round_.rolled_back`; this round's are returned."""
-        position, verdict = refused
         cut = n + len(records) - position
         dropped = records[len(records) - min(cut, len(records)):]
         kept = records[:len(records) - len(dropped)]

@@ -65,8 +65,8 @@ def show_round(trace: Trace | None, round_number: float, show_future: bool = Fal
     index = max(0, min(int(round_number or 1) - 1, len(trace.rounds) - 1))
     table, caption = classroom.round_view(trace, index, _decoder(trace))
     shown = classroom.visible_trace(trace, index, bool(show_future))
-    return {"tokens": render.tokens_html(shown, current_round=index, elem_id=CLASS_TOKENS_ID, cut=shown.rolled_back)
-            if not show_future else render.tokens_html(shown, current_round=index, elem_id=CLASS_TOKENS_ID),
+    # cut=: tokens this round's audit cut stand struck through (with show_future none of them is in the text)
+    return {"tokens": render.tokens_html(shown, current_round=index, elem_id=CLASS_TOKENS_ID, cut=shown.rolled_back),
             "round_table": table, "caption": caption}
 
 
