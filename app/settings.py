@@ -1,6 +1,6 @@
 """`Settings`: the Generate tab's widget values as one value type, built once per event.
 
-Handlers, the client tests and `app.live_benchmark` all build a `Settings` and ask it for a
+Handlers, the client tests and `app.tools.live_benchmark` all build a `Settings` and ask it for a
 validated `DecodeConfig`; the widget order of the public API (`/generate`, `/reroute`, ...) is the
 field order here, so nothing re-lists the decoding values by hand. Fields added later go last, so a
 caller that passes the older, shorter list keeps working (the missing values take their defaults).

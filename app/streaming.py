@@ -1,7 +1,7 @@
 """One generation for the Generate tab, as a stream of updates keyed by output name.
 
 Knows nothing about widgets: it yields dicts like `{"tokens": html, "status": line}` and the tab
-maps names to components. `app.live_benchmark` drives the same stream without a browser.
+maps names to components. `app.tools.live_benchmark` drives the same stream without a browser.
 While tokens stream only the text and the status are sent; metrics, charts and files go once,
 at the end (re-sending figures on every step is what made re-routing slow).
 """
@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from app import cards, charts, render
-from app.insight import insight_updates, measure_reliability, prediction_markdown
 from app.prefetch import PREFETCHER
 from app.session import SESSIONS
 from app.settings import Settings
+from app.views import cards, charts, render
+from app.views.insight import insight_updates, measure_reliability, prediction_markdown
 from core import attach_fidelity, iter_generate, summarize
 from core.limits import RUN_TIME_BUDGET_S
 from core.trace import Trace

@@ -11,13 +11,13 @@ from typing import Any
 import gradio as gr
 
 from app.share import SharePanel
-from app.style import CSS
 from app.tabs.about import AboutTab
 from app.tabs.classroom import CSS as CLASSROOM_CSS
 from app.tabs.classroom import ClassroomTab
 from app.tabs.compare import CompareTab
 from app.tabs.generate import GenerateTab
 from app.tabs.models import ModelsPanel
+from app.views.style import CSS
 
 THEME = gr.themes.Default(text_size="lg", primary_hue="blue").set(
     # one shade darker than the default so white button text passes WCAG AA (4.5:1) in light mode

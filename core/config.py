@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-from core.confidence import SIGNALS
+from core.decoding.confidence import SIGNALS
+from core.decoding.policies import check_alpha
 from core.errors import ConfigError, shown
 from core.limits import MAX_GAMMA, MAX_NEW_TOKENS
-from core.policies import check_alpha
 
 MIN_TEMPERATURE = 0.01
 """Below this, logits / temperature overflow to inf and probabilities become NaN."""
@@ -43,7 +43,7 @@ class DecodeConfig:
     Signals: `draft_signal` is what tier 1 reads, `slim_signal` what tier 2 reads; the full
     verifier's confidence is recorded with `slim_signal` too, so the two verifiers compare directly.
     Verification: `verify_rule` is how a verifier judges a draft token ("exact": lossless; lossy
-    baselines live in core.policies) with its parameter `verify_alpha`; `draft_stop_below` > 0 ends a
+    baselines live in core.decoding.policies) with its parameter `verify_alpha`; `draft_stop_below` > 0 ends a
     draft (a model's or a copy) at its first token whose confidence is below it (BiLD's fallback).
     Copies: a prompt-lookup draft's confidence is a statistic of the text, not a model's belief;
     `copy_evidence` says what model evidence tier 1 needs before it keeps a copy (COPY_EVIDENCE);
@@ -149,7 +149,7 @@ LOOKUP_PRESET = DecodeConfig(mode="via", drafter="ngram", gamma=16, tau_accept=0
                              copy_evidence="audit", audit_span=32, draft_stop_below=0.5, max_new_tokens=96)
 """VIA-SD with prompt lookup as recommended for tasks whose answer reuses the input (the app opens on
 it): copies matching the last 3 tokens with one known continuation are kept on trust once the full
-model has kept whole copies (core.engine.TRUST_AFTER) and are audited by its next pass (output
+model has kept whole copies (core.decoding.engine.TRUST_AFTER) and are audited by its next pass (output
 exact); copies scoring under 0.5 are not worth a verifier's time; tier 2 is off (no slim route of
 this model is cheap and precise). Chosen from `python -m core.benchmark` (README, issue 7 section)."""
 

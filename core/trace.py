@@ -8,8 +8,8 @@ from typing import Any
 
 import pandas as pd
 
-from core.expectations import ExpectationCheck
-from core.textdiff import WordSpan
+from core.analysis.expectations import ExpectationCheck
+from core.analysis.textdiff import WordSpan
 
 
 @dataclass
@@ -21,9 +21,9 @@ class TokenRecord:
     text: str
     round: int
     tier: int  # 1 direct accept, 2 slim verifier, 3 full verifier
-    outcome: str  # a core.tiers.Outcome value
-    reason: str  # a core.tiers.Reason value: why this tier decided (recorded, never re-derived)
-    verdict: str  # what the deciding rule said ("argmax", "draft trusted", ...); core.sampling / core.policies
+    outcome: str  # a core.decoding.tiers.Outcome value
+    reason: str  # a core.decoding.tiers.Reason value: why this tier decided (recorded, never re-derived)
+    verdict: str  # what the deciding rule said ("argmax", "draft trusted", ...); decoding.sampling / .policies
     draft_confidence: float | None = None
     slim_confidence: float | None = None
     full_confidence: float | None = None
@@ -36,7 +36,7 @@ class CallRecord:
     role: str
     tokens_processed: int
     layers: int
-    cost_units: float  # modelled accelerator cost, in full-verifier passes (core.cost)
+    cost_units: float  # modelled accelerator cost, in full-verifier passes (core.decoding.cost)
     wall_s: float  # measured; 0 when the prediction came from the memo
     from_memo: bool
 
@@ -67,8 +67,8 @@ class Fidelity:
     """How close the output is to what the full model itself would say, as a machine and as a reader sees it.
 
     Token view: common prefix, identity, teacher-forced agreement and NLL. Reader's view
-    (core.textdiff): the share of words inserted, deleted or substituted against the full model's
-    own greedy output, and the differing spans. Task view (core.expectations): for prompts that
+    (core.analysis.textdiff): the share of words inserted, deleted or substituted against the full model's
+    own greedy output, and the differing spans. Task view (core.analysis.expectations): for prompts that
     carry expectations, each one checked on this output (`met`) and on the full model's (`full_met`).
     """
 
@@ -77,7 +77,7 @@ class Fidelity:
     identical: bool
     full_agreement: float  # share of output tokens that are the full model's argmax given the output so far
     full_nll: float  # full model's mean negative log-likelihood of the output (nats/token)
-    words_differing: float = 0.0  # word edits / words in the longer text (core.textdiff)
+    words_differing: float = 0.0  # word edits / words in the longer text (core.analysis.textdiff)
     word_edits: int = 0
     output_words: int = 0
     reference_words: int = 0
@@ -104,7 +104,7 @@ class Fidelity:
 
 @dataclass
 class Trace:
-    """Everything one run did. `metrics` (core.metrics) and the app read only this."""
+    """Everything one run did. `metrics` (core.analysis.metrics) and the app read only this."""
 
     prompt: str
     prompt_token_count: int

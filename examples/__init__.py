@@ -4,7 +4,7 @@ Prompts are plain user messages: the engine applies the model's chat template, n
 A prompt is either a string or `{"text": ..., "expectations": {"must_appear": [...],
 "must_not_appear": [...]}}`. The `grounded` family holds tasks whose answer reuses the input
 (rewrite, fix spelling, notes to bullets, rename a variable, add type hints, quote, summarise),
-each with the words its answer must and must not contain (core.expectations).
+each with the words its answer must and must not contain (core.analysis.expectations).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from core.expectations import Expectations
+from core.analysis.expectations import Expectations
 
 HERE = Path(__file__).parent
 FAMILIES = ("chat", "code", "math", "summarisation", "grounded")

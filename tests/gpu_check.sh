@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU check, one script, under 10 minutes on a CUDA machine:
 #   1. the engine and rules tests with every tiny model on CUDA (VIASD_TEST_DEVICE=cuda, float32);
-#   2. the embedded-model tests (the model loads on CUDA in float32 there; see tests/test_embedded.py);
+#   2. the embedded-model tests (the model loads on CUDA in float32 there; see tests/models/test_embedded.py);
 #   3. the benchmark with small settings (bf16, the default CUDA load: real accelerator timings).
 # Logs go to $OUT when set (the device runner collects it), else ./gpu-logs. Exit 0 only if every
 # step that ran passed. Steps 2 and 3 need the converted embedded model in the model cache
@@ -48,14 +48,14 @@ fi
 
 # 1. Tiny models on CUDA: exactness, caches, sampling distribution, routing reasons (about 1-2 min).
 step "tiny-on-$DEVICE" 200 env VIASD_TEST_DEVICE="$DEVICE" python3 -m pytest -q -p no:cacheprovider -rf \
-  tests/test_rules.py tests/test_engine.py
+  tests/decoding/test_rules.py tests/decoding/test_engine.py
 
 model_ready=$(python3 -c "
-from core.models import cache_dir
+from core.models.loading import cache_dir
 print('yes' if (cache_dir() / 'smollm2-135m-instruct' / 'converted.ok').exists() else 'no')")
 if [ "$model_ready" = yes ]; then
   # 2. The real model on CUDA in float32 (exactness) and the CLI.
-  step "embedded-on-$DEVICE" 150 python3 -m pytest -q -p no:cacheprovider -rf tests/test_embedded.py
+  step "embedded-on-$DEVICE" 150 python3 -m pytest -q -p no:cacheprovider -rf tests/models/test_embedded.py
   # 3. A small benchmark: one prompt per family, 48 tokens, both drafters (bf16, the CUDA default).
   if python3 -m core.benchmark --help | grep -q -- "--quick"; then
     step benchmark 220 python3 -m core.benchmark --quick
@@ -64,7 +64,7 @@ if [ "$model_ready" = yes ]; then
   fi
 else
   note "skipped embedded-on-cuda and benchmark: the converted embedded model is not in $(python3 -c \
-'from core.models import cache_dir; print(cache_dir())') and this machine may be offline; copy it there"
+'from core.models.loading import cache_dir; print(cache_dir())') and this machine may be offline; copy it there"
 fi
 
 note "overall: $([ "$status" -eq 0 ] && echo PASSED || echo FAILED) (logs in $LOGS)"

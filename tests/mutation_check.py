@@ -1,7 +1,7 @@
 """Mutation check: break one core invariant at a time and show that the test suite notices.
 
-    python tests/mutation_check.py           # every mutant against tests/test_rules.py + tests/test_engine.py
-    python tests/mutation_check.py --quick   # a fast subset (CI runs this through tests/test_mutation.py)
+    python tests/mutation_check.py           # every mutant against tests/decoding/test_rules.py + test_engine.py
+    python tests/mutation_check.py --quick   # a fast subset (CI runs this through tests/decoding/test_mutation.py)
 
 The repository is copied to a temporary folder, the unmutated copy must pass the chosen tests
 first, then each mutant is applied to a fresh copy and the same tests run against it. A mutant is
@@ -46,41 +46,41 @@ class Mutant:
 
 MUTANTS = (
     Mutant("verifier accepts everything", (
-        Edit("core/sampling.py", (  # the engine's greedy rule (ExactRule.judge): accept iff draft == argmax
+        Edit("core/decoding/sampling.py", (  # the engine's greedy rule (ExactRule.judge): accept iff draft == argmax
             (r"Verdict\(best == token, best,", "Verdict(True, token,"),
         )),
-        Edit("core/sampling.py", (  # verify()'s greedy branch
+        Edit("core/decoding/sampling.py", (  # verify()'s greedy branch
             (r"return best == token, best", "return True, token"),
         )),
-        Edit("core/sampling.py", (  # sampling rule: accept with probability min(1, q/p)
+        Edit("core/decoding/sampling.py", (  # sampling rule: accept with probability min(1, q/p)
             (r"if p_token > 0 and sampler\.uniform\(\) < min\(1\.0, q_token / p_token\):", "if True:"),
             (r"if p_token > 0 and sampler\.uniform\(\) < min\(1\.0, float\(q\[token\]\) / p_token\):", "if True:"),
         )),
     )),
     Mutant("cache crop off by one", (
-        Edit("core/scorer.py", (  # keep one stale position after a rejection
+        Edit("core/decoding/scorer.py", (  # keep one stale position after a rejection
             (r"self\._crop\(keep\)", "self._crop(keep + 1)"),
             (r"excess = layer\.get_seq_length\(\) - length", "excess = layer.get_seq_length() - length - 1"),
         )),
     )),
     Mutant("tier rule with thresholds swapped", (
-        Edit("core/tiers.py", (  # swap the parameter names: tier 1 reads tau_slim, tier 2 reads tau_accept
+        Edit("core/decoding/tiers.py", (  # swap the parameter names: tier 1 reads tau_slim, tier 2 reads tau_accept
             (r"(def assign_tier\([^)]*?)\btau_accept\b([^)]*?)\btau_slim\b", r"\1tau_slim\2tau_accept"),
         )),
     )),
 )
 
 QUICK_TESTS = (
-    "tests/test_rules.py::test_slim_decides_when_confident_else_full",
-    "tests/test_rules.py::test_reasons_name_the_rule_that_fired_and_agree_with_the_tier",
-    "tests/test_rules.py::test_greedy_verify_accepts_only_the_argmax",
-    "tests/test_rules.py::test_rejection_sampling_emits_the_target_distribution",
-    "tests/test_engine.py::test_every_token_to_the_full_verifier_reproduces_plain_greedy",
-    "tests/test_engine.py::test_all_to_the_slim_verifier_reproduces_the_slim_models_greedy_output",
-    "tests/test_engine.py::test_kv_caches_of_all_three_depths_match_recomputation_after_rejections",
-    "tests/test_engine.py::test_full_verifier_rejection_sampling_is_exact_in_distribution",
+    "tests/decoding/test_rules.py::test_slim_decides_when_confident_else_full",
+    "tests/decoding/test_rules.py::test_reasons_name_the_rule_that_fired_and_agree_with_the_tier",
+    "tests/decoding/test_rules.py::test_greedy_verify_accepts_only_the_argmax",
+    "tests/decoding/test_rules.py::test_rejection_sampling_emits_the_target_distribution",
+    "tests/decoding/test_engine.py::test_every_token_to_the_full_verifier_reproduces_plain_greedy",
+    "tests/decoding/test_engine.py::test_all_to_the_slim_verifier_reproduces_the_slim_models_greedy_output",
+    "tests/decoding/test_engine.py::test_kv_caches_of_all_three_depths_match_recomputation_after_rejections",
+    "tests/decoding/test_engine.py::test_full_verifier_rejection_sampling_is_exact_in_distribution",
 )
-FULL_TESTS = ("tests/test_rules.py", "tests/test_engine.py")
+FULL_TESTS = ("tests/decoding/test_rules.py", "tests/decoding/test_engine.py")
 SKIP = shutil.ignore_patterns(".git", "__pycache__", "*.pyc", ".cache", ".venv", "node_modules", ".ruff_cache",
                               ".pytest_cache")
 

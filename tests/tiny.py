@@ -12,7 +12,7 @@ import torch
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
-from core.models import LoadedModel, ModelBundle
+from core.models.loading import LoadedModel, ModelBundle
 
 CHARS = list("abcdefghijklmnopqrstuvwxyz .,!?0123456789")
 VOCAB = len(CHARS) + 2  # <eos>, <unk> and the characters: 43

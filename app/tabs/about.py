@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-import core.metrics as core_metrics
+import core.analysis.metrics as core_metrics
 from core.limits import MAX_GAMMA, MAX_NEW_TOKENS, MAX_PROMPT_CHARS
 
 

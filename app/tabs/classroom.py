@@ -1,4 +1,4 @@
-"""Tab 3, Classroom: a run replayed round by round, with captions to read aloud (app.classroom).
+"""Tab 3, Classroom: a run replayed round by round, with captions to read aloud (app.views.round_replay).
 
 Laid out for a projector: the replay controls come first, so at 1024x768 the previous / next
 buttons, the round slider and the text stay above the fold; the walkthrough's notes go below.
@@ -12,11 +12,12 @@ from typing import Any
 
 import gradio as gr
 
-from app import classroom, render
 from app.gpu import on_gpu, seconds_for_tokens
 from app.guard import message, reports_errors
 from app.prefetch import PREFETCHER
 from app.session import SESSIONS, session_id
+from app.views import render
+from app.views import round_replay as classroom
 from core import generate
 from core.errors import ConfigError
 from core.trace import Trace

@@ -10,17 +10,17 @@ from typing import Any
 
 import gradio as gr
 
-from app import charts
-from app.diff import diff_html
 from app.gpu import compare_seconds, on_gpu
 from app.guard import reports_errors
 from app.prefetch import PREFETCHER
 from app.session import SESSIONS, session_id
 from app.settings import DEFAULT, Settings
-from app.tradeoff_chart import tradeoff_chart
+from app.views import charts
+from app.views.diff import diff_html
+from app.views.tradeoff_chart import tradeoff_chart
 from core import attach_fidelity, generate, summarize
+from core.analysis.sweep import comparison_table, scheme_points, sweep_schemes, threshold_grid
 from core.errors import ConfigError, shown
-from core.sweep import comparison_table, scheme_points, sweep_schemes, threshold_grid
 
 MODEL = {"concurrency_id": "model", "concurrency_limit": 1}
 DEFAULT_GRID = "0.3, 0.5, 0.7, 0.9, 1.0"

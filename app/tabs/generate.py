@@ -10,19 +10,20 @@ from typing import Any
 
 import gradio as gr
 
-from app import cards, charts, render, streaming
-from app.breakeven_chart import breakeven_figure
+from app import streaming
 from app.gpu import on_gpu, settings_seconds
 from app.guard import reports_errors
-from app.insight import prediction_markdown
 from app.prefetch import STEP
-from app.reliability_chart import confidence_histogram_figure, reliability_figure
 from app.session import SESSIONS, session_id
 from app.settings import DEFAULT, DEFAULT_PROMPT, Settings
+from app.views import cards, charts, render
+from app.views.breakeven_chart import breakeven_figure
+from app.views.insight import prediction_markdown
+from app.views.reliability_chart import confidence_histogram_figure, reliability_figure
 from app.widgets import lenient
 from core.config import COPY_EVIDENCE
+from core.decoding.layer_routes import PRESETS
 from core.limits import MAX_GAMMA, MAX_NEW_TOKENS
-from core.routing import PRESETS
 from examples import FAMILIES, load_prompts
 
 MODEL = {"concurrency_id": "model", "concurrency_limit": 1}

@@ -1,0 +1,184 @@
+"""Trace -> HTML: tokens coloured by the tier that resolved them, and the legend.
+
+Colour alone is not enough (colour-blind viewers, washed-out projectors), so every token carries two
+cues: an Okabe-Ito colour per outcome and an underline style per tier (dotted = tier 1, dashed =
+tier 2, solid = tier 3, double = the draft token was replaced). Hovering a token shows its round,
+tier, outcome and the three confidences; `data-*` attributes make the same facts machine-readable.
+
+Audited copies (`copy_evidence="audit"`): a prompt-lookup copy that tier 1 or 2 kept is on the page
+before any full-model check. It carries a line above it (kept on trust) and, until a full pass has
+run after it, a dashed box (its audit is pending); its tooltip says which. The engine records no
+per-token audit verdict, so the state is read from the trace: a trusted copy is audited once a later
+token was decided by the full model (that pass audits every copy waiting) or the run finished (the
+engine never ends an answer unaudited). A refused copy is gone from the output; what replaced it is a
+full-model correction whose reason is `audit-refused`. Cut tokens are drawn struck through where a
+view shows them (the Classroom, in the round that cut them).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections import Counter
+from collections.abc import Collection
+
+from core.decoding.tiers import OUTCOME_TIER, Outcome, Reason, Tier
+from core.trace import TokenRecord, Trace
+
+TOKENS_ELEM_ID = "viasd-tokens"
+
+# outcome -> (colour, label, plain-language meaning). Okabe-Ito palette, colour-blind safe.
+OUTCOMES: dict[Outcome, tuple[str, str, str]] = {
+    Outcome.DIRECT_ACCEPT: ("#009E73", "direct accept (tier 1)", "drafter was confident enough; no verifier ran"),
+    Outcome.SLIM_ACCEPT: ("#56B4E9", "slim accept (tier 2)", "the slim verifier agreed with the draft"),
+    Outcome.SLIM_REGENERATE: ("#0072B2", "slim regenerate (tier 2)", "the slim verifier replaced the draft token"),
+    Outcome.FULL_ACCEPT: ("#E69F00", "full accept (tier 3)", "the full model agreed with the draft"),
+    Outcome.FULL_CORRECT: ("#D55E00", "full correct (tier 3)", "the full model replaced the draft token"),
+    Outcome.FULL_BONUS: ("#CC79A7", "full bonus (tier 3)", "a free extra token from the full model's pass"),
+    Outcome.PLAIN: ("#999999", "plain (full model)", "ordinary decoding: one full-model pass per token"),
+}
+TIER_UNDERLINE = {Tier.DRAFT: "dotted", Tier.SLIM: "dashed", Tier.FULL: "solid"}
+REPLACED = {Outcome.SLIM_REGENERATE, Outcome.FULL_CORRECT}
+TIER_NAMES = {Tier.DRAFT: "tier 1: direct accept", Tier.SLIM: "tier 2: slim verifier",
+              Tier.FULL: "tier 3: full verifier"}
+SPECIAL_TOKEN = re.compile(r"^\s*(<\|[^|<>]{1,40}\|>|</?s>|<eos>|<end_of_turn>|<\|endoftext\|>)\s*$")
+"""Text of a special (control) token such as <|im_end|>: drawn as a small end marker, never as words."""
+FINISHED = ("eos", "max_new_tokens")
+"""Stop reasons of a run that ended normally (the engine audits every trusted copy before that)."""
+TRUST = {
+    "audited": "kept on trust (a prompt-lookup copy, no model checked it first); the full model's next pass "
+               "audited it and it stands",
+    "awaiting": "kept on trust (a prompt-lookup copy, no model checked it yet); the full model's next pass will "
+                "audit it, and cut the text back here if it refuses",
+}
+CUT = ("cut by the audit: the full model refused this copy or an earlier one, so the text was cut back and the "
+       "full model's own token written instead")
+
+
+def shown_round(index: int) -> int:
+    """Rounds are numbered from 1 wherever a person reads them; traces and CSVs keep the engine's index from 0."""
+    return index + 1
+
+
+def is_special(t: TokenRecord) -> bool:
+    """A control token (end of turn, end of text): not words, so never shown or counted as text."""
+    return bool(SPECIAL_TOKEN.match(t.text))
+
+
+def token_style(outcome: str, tier: int) -> str:
+    colour = OUTCOMES.get(outcome, OUTCOMES[Outcome.PLAIN])[0]
+    line = ("double" if outcome in REPLACED else "none" if outcome == Outcome.PLAIN
+            else TIER_UNDERLINE.get(tier, "solid"))
+    return f"background-color: {colour}40; border-bottom-style: {line}; border-bottom-color: {colour};"
+
+
+def _fmt(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def token_title(t: TokenRecord, trust: str = "", cut: bool = False) -> str:
+    """Tooltip text of one token: where it came from and what each model thought of it."""
+    meaning = OUTCOMES.get(t.outcome, ("", t.outcome, ""))[2]
+    verdict = getattr(t, "verdict", "")  # recorded by the engine's verifier rule (absent in older traces)
+    notes = ([CUT] if cut else []) + ([TRUST[trust]] if trust in TRUST else [])
+    return (f"token {t.position} {t.text!r} · round {shown_round(t.round)}\n"
+            + "".join(f"{note}\n" for note in notes)
+            + f"{TIER_NAMES.get(t.tier, t.tier)} · {t.outcome}: {meaning}\n"
+            f"why this tier: {t.reason}" + (f" · verdict: {verdict}" if verdict else "") + "\n"
+            f"confidence: drafter {_fmt(t.draft_confidence)} · slim {_fmt(t.slim_confidence)} · "
+            f"full {_fmt(t.full_confidence)}")
+
+
+def token_span(t: TokenRecord, extra_class: str = "", trust: str = "", cut: bool = False) -> str:
+    """One token as a styled span with a tooltip and data attributes; a control token as an end marker.
+    `trust` is "audited" or "awaiting" for a copy kept on trust (`audit_states`); `cut`: an audit cut it."""
+    special = is_special(t)
+    classes = " ".join(c for c in ("tok", "replaced" if t.outcome in REPLACED else "", "special" if special else "",
+                                   "trusted" if trust else "", "awaiting" if trust == "awaiting" else "",
+                                   "cut" if cut else "", extra_class) if c)
+    text = "■ end" if special else html.escape(t.text) or "&#8203;"
+    marks = (f' data-trust="{trust}"' if trust else "") + (' data-cut="1"' if cut else "")
+    return (f'<span class="{classes}" style="{token_style(t.outcome, t.tier)}" data-pos="{t.position}" '
+            f'data-round="{t.round}" data-tier="{t.tier}" data-outcome="{t.outcome}" data-reason="{t.reason}"{marks} '
+            f'title="{html.escape(token_title(t, trust, cut), quote=True)}">{text}</span>')
+
+
+def audits_copies(trace: Trace) -> bool:
+    """Whether this run kept prompt-lookup copies on trust for the full model to audit (copy_evidence "audit")."""
+    return trace.config.get("copy_evidence") == "audit" and trace.config.get("drafter") == "ngram" \
+        and trace.config.get("mode", "via") == "via"
+
+
+def audit_states(trace: Trace, tokens: list[TokenRecord] | None = None) -> dict[int, str]:
+    """Index in `tokens` (default: the trace's output) -> "audited" / "awaiting" for each copy kept on trust.
+
+    Read from the trace as the module docstring says: audited when a later token of the output was
+    decided by the full model, or when the run finished; otherwise the audit is still pending.
+    """
+    tokens = trace.tokens if tokens is None else tokens
+    if not audits_copies(trace):
+        return {}
+    finished = trace.stop_reason in FINISHED
+    states, full_after = {}, False
+    for i in range(len(tokens) - 1, -1, -1):
+        t = tokens[i]
+        if t.tier == Tier.FULL:
+            full_after = True
+        elif t.reason != Reason.AUDIT_REFUSED:
+            states[i] = "audited" if finished or full_after else "awaiting"
+    return states
+
+
+def audit_counts(trace: Trace) -> tuple[int, int, int]:
+    """(copies kept on trust still in the output, tokens the audit cut, its refusals) of an audited run."""
+    refusals = sum(1 for t in trace.tokens if t.reason == Reason.AUDIT_REFUSED)
+    return len(audit_states(trace)), len(trace.rolled_back), refusals
+
+
+def tokens_html(trace: Trace | None, current_round: int | None = None, placeholder: str = "",
+                elem_id: str = TOKENS_ELEM_ID, pending: Trace | None = None,
+                cut: Collection[TokenRecord] = ()) -> str:
+    """The output text, one span per token. With `current_round`, later rounds fade and that round is outlined.
+
+    `pending` is the previous run's trace during a re-route: its tokens past the new text stay on
+    screen, greyed and struck through, until the new routing reaches them (no collapse, no flicker).
+    The page is rebuilt from the trace each time, so a stream whose text shrinks (an audit cut it
+    back) leaves nothing stale. `cut`: tokens among the trace's that an audit cut (struck through).
+    """
+    if trace is None or not trace.tokens:
+        text = html.escape(placeholder or "The generated text appears here, each token coloured by its tier.")
+        return f'<div id="{elem_id}" class="viasd-tokens" data-tokens="0"><span class="placeholder">{text}</span></div>'
+    spans, states, cut_ids = [], audit_states(trace), {id(t) for t in cut}
+    for i, t in enumerate(trace.tokens):
+        extra = ""
+        if current_round is not None:
+            extra = "current" if t.round == current_round else "faded" if t.round > current_round else ""
+        struck = id(t) in cut_ids
+        spans.append(token_span(t, extra, "" if struck else states.get(i, ""), struck))
+    stale = pending.tokens[len(trace.tokens):] if pending is not None and trace.stop_reason == "running" else []
+    if stale:
+        spans.append('<span class="pending" title="from the previous settings; being re-routed">'
+                     + html.escape("".join(t.text for t in stale if not is_special(t))) + "</span>")
+    return (f'<div id="{elem_id}" class="viasd-tokens" data-tokens="{len(trace.tokens)}" '
+            f'data-pending="{len(stale)}" data-stop="{trace.stop_reason}">{"".join(spans)}</div>')
+
+
+def legend_html(trace: Trace | None = None) -> str:
+    """Legend of every outcome (colour + underline), with counts when a trace is given."""
+    counts = Counter(t.outcome for t in trace.tokens) if trace is not None else Counter()
+    items = []
+    for outcome, (_, label, meaning) in OUTCOMES.items():
+        cls = "tok replaced" if outcome in REPLACED else "tok"
+        count = f' <span class="count">×{counts[outcome]}</span>' if trace is not None else ""
+        items.append(f'<span class="item" title="{html.escape(meaning)}"><span class="{cls}" '
+                     f'style="{token_style(outcome, OUTCOME_TIER[outcome])}">{html.escape(label)}</span>{count}</span>')
+    key = ('<span class="item">underline: ··· tier 1 · - - tier 2 · ── tier 3 · ══ draft token replaced</span>')
+    if trace is None or audits_copies(trace):
+        cut = f' <span class="count">×{len(trace.rolled_back)}</span>' if trace is not None else ""
+        key += (f'<span class="item" title="{html.escape(TRUST["audited"])}"><span class="tok trusted">'
+                'line above: copy kept on trust, then audited</span></span>'
+                f'<span class="item" title="{html.escape(TRUST["awaiting"])}"><span class="tok trusted awaiting">'
+                'dashed box: audit pending</span></span>'
+                f'<span class="item" title="{html.escape(CUT)}"><span class="tok cut">struck through: cut by the '
+                f'audit</span>{cut}</span>')
+    return f'<div class="viasd-legend" id="viasd-legend">{"".join(items)}{key}</div>'

@@ -1,0 +1,66 @@
+"""The scheme trade-off chart: VIA-SD, BiLD and Speculative Cascades fronts on one pair of axes.
+
+A pure figure over `core.analysis.sweep.scheme_points` (one row per scheme and setting, means over the same
+prompts): x is the share of words differing from the full model's own greedy output, y the modelled
+accelerator speed-up. Every setting is a faint marker; each scheme's Pareto front (core.analysis.sweep) is
+a line through its non-dominated settings. Nothing here runs a model.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from core.analysis.sweep import pareto_fronts
+
+SCHEME_STYLE = {  # Okabe-Ito colours, and a distinct marker each so the chart reads without colour
+    "via-sd": ("VIA-SD", "#0072B2", "circle"),
+    "bild": ("BiLD", "#D55E00", "square"),
+    "cascade-chow": ("Cascade · Chow", "#009E73", "diamond"),
+    "cascade-diff": ("Cascade · Diff", "#CC79A7", "triangle-up"),
+    "cascade-opt": ("Cascade · OPT", "#E69F00", "x"),
+}
+
+
+def tradeoff_chart(points: pd.DataFrame | None, current: tuple[str, str] | None = None,
+                   title: str = "Speed-up against words differing from the full model") -> go.Figure:
+    """Fronts per scheme; `current` = (scheme, setting label) is starred when it is among the points."""
+    fig = go.Figure()
+    measure = "words differing"
+    if points is None or points.empty:
+        fig.add_annotation(x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
+                           text="run a scheme sweep (python -m core.sweep) to fill this chart")
+    else:
+        fronts = pareto_fronts(points)
+        if "difference_measure" in points:  # until word-level fidelity lands: 1 - token agreement
+            measure = str(points["difference_measure"].iloc[0])
+        fig.update_xaxes(range=[-2.0, max(5.0, float(points["words_differing"].max()) * 100 * 1.05)])
+        for scheme, group in points.groupby("scheme", sort=False):
+            name, colour, symbol = SCHEME_STYLE.get(scheme, (scheme, "#555555", "circle"))
+            fig.add_trace(go.Scatter(
+                x=group["words_differing"] * 100, y=group["modelled_speedup"], mode="markers",
+                name=f"{name} settings", legendgroup=scheme, showlegend=False, opacity=0.35,
+                marker={"color": colour, "symbol": symbol, "size": 9},
+                text=group["setting"], hovertemplate=f"{name} %{{text}}<br>%{{x:.1f}} % differing, "
+                                                     "%{y:.2f}× (dominated or on the front)<extra></extra>"))
+            front = fronts[scheme]
+            fig.add_trace(go.Scatter(
+                x=front["words_differing"] * 100, y=front["modelled_speedup"], mode="lines+markers",
+                name=name, legendgroup=scheme, line={"color": colour, "width": 3, "shape": "hv"},
+                marker={"color": colour, "symbol": symbol, "size": 12, "line": {"width": 1, "color": "#333333"}},
+                text=front["setting"], hovertemplate=f"{name} %{{text}}<br>%{{x:.1f}} % words differing<br>"
+                                                     "%{y:.2f}× modelled speed-up<extra>front</extra>"))
+        if current is not None:
+            hit = points[(points["scheme"] == current[0]) & (points["setting"] == current[1])]
+            if not hit.empty:
+                fig.add_trace(go.Scatter(
+                    x=hit["words_differing"] * 100, y=hit["modelled_speedup"], mode="markers", name="current",
+                    marker={"size": 22, "symbol": "star", "color": "#F0E442", "line": {"width": 2, "color": "#000"}}))
+        fig.add_hline(y=1.0, line_dash="dot", line_color="#999999", annotation_text="plain decoding",
+                      annotation_position="bottom right")
+    fig.update_xaxes(title=f"{measure} from the full model's output (%, measured)")
+    fig.update_yaxes(title="speed-up over plain (modelled accelerator)", rangemode="tozero")
+    fig.update_layout(title={"text": title}, template="plotly_white", font={"size": 15}, height=480,
+                      margin={"l": 60, "r": 20, "t": 70, "b": 50}, legend={"orientation": "h", "y": -0.2})
+    return fig
+

@@ -1,0 +1,1 @@
+"""Reading traces: metric definitions, fidelity, reliability, break-even, sweeps."""

@@ -1,0 +1,106 @@
+"""Fidelity: how far tiers 1 and 2 moved the output away from the full model's own output.
+
+Two views, both measured against the full verifier:
+* the full model's own greedy continuation of the same prompt (the reference): common prefix
+  length and exact identity. It is decoded here by a plain greedy loop of its own, not by the
+  engine under test, and can bypass the prediction memo (`use_memo=False`) so a test's reference
+  never reads back what the run it checks has written;
+* teacher-forced, in one batched pass over prompt + output: the share of output tokens that are
+  the full model's argmax given the output so far (`full_agreement`), and its mean negative
+  log-likelihood of the output in nats per token (`full_nll`);
+* as a reader: the share of words that differ from the reference text (core.analysis.textdiff, special
+  tokens never count) with the differing spans, and, for prompts that carry expectations
+  (core.analysis.expectations; the grounded examples do), each expectation checked on this output and on
+  the reference, so "did the task get done" is judged against what the full model itself did.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from core.analysis.expectations import Expectations
+from core.analysis.textdiff import word_diff
+from core.decoding.layer_routes import resolve_route
+from core.decoding.scorer import Scorer
+from core.models.loading import ModelBundle
+from core.models.prompting import encode_prompt, stop_token_ids
+from core.trace import Fidelity, Trace
+
+
+def _full_scorer(bundle: ModelBundle, use_memo: bool) -> Scorer:
+    verifier = bundle.verifier
+    route = resolve_route("full", verifier.model.config)
+    return Scorer("full", verifier.model, route, bundle.memo if use_memo else None, verifier.name)
+
+
+def greedy_reference(bundle: ModelBundle, prompt_ids: list[int], max_new_tokens: int,
+                     use_memo: bool = True) -> list[int]:
+    """The full model's plain greedy continuation of `prompt_ids`, up to a stop token or the cap."""
+    scorer = _full_scorer(bundle, use_memo)
+    stops = stop_token_ids(bundle.verifier.model, bundle.verifier.tokenizer)
+    tokens = list(prompt_ids)
+    while len(tokens) - len(prompt_ids) < max_new_tokens:
+        logits, _ = scorer.predict(tokens, len(tokens), len(tokens))
+        tokens.append(int(torch.argmax(logits[0])))
+        if tokens[-1] in stops:
+            break
+    return tokens[len(prompt_ids):]
+
+
+def _prompt_ids(bundle: ModelBundle, trace: Trace) -> list[int]:
+    return encode_prompt(bundle.verifier.tokenizer, trace.prompt, trace.config.get("chat_template", True))
+
+
+def reference_continuation(bundle: ModelBundle, trace: Trace, use_memo: bool = True) -> list[int]:
+    """The full model's plain greedy output for the trace's prompt and length."""
+    return greedy_reference(bundle, _prompt_ids(bundle, trace), int(trace.config["max_new_tokens"]), use_memo)
+
+
+def teacher_forced(bundle: ModelBundle, prompt_ids: list[int], output_ids: list[int],
+                   use_memo: bool = True) -> tuple[float, float]:
+    """(agreement, mean NLL) of the full model over `output_ids` following `prompt_ids`."""
+    if not output_ids:
+        return 1.0, 0.0
+    sequence = prompt_ids + output_ids
+    logits, _ = _full_scorer(bundle, use_memo).predict(sequence, len(prompt_ids), len(sequence) - 1)
+    stacked = logits.float()
+    targets = torch.tensor(output_ids, device=stacked.device)
+    agreement = float((stacked.argmax(-1) == targets).float().mean())
+    nll = float(torch.nn.functional.cross_entropy(stacked, targets))
+    return agreement, nll
+
+
+def expectations_for(prompt: str) -> Expectations | None:
+    """The expectations an example prompt carries (None for prompts typed by hand or without any)."""
+    from examples import expectations_for as lookup  # examples are data; core only reads them here
+
+    return lookup(prompt)
+
+
+def attach_fidelity(bundle: ModelBundle, trace: Trace, reference: list[int] | None = None,
+                    use_memo: bool = True, expectations: Expectations | None = None) -> Fidelity:
+    """Measure and store `trace.fidelity`; pass `reference` when the plain run is already at hand.
+
+    `expectations` default to those of the example prompt with the trace's exact text, if any."""
+    if reference is None:
+        reference = reference_continuation(bundle, trace, use_memo)
+    output = trace.token_ids
+    common = 0
+    while common < min(len(output), len(reference)) and output[common] == reference[common]:
+        common += 1
+    agreement, nll = teacher_forced(bundle, _prompt_ids(bundle, trace), output, use_memo)
+    tokenizer = bundle.verifier.tokenizer
+    output_text = tokenizer.decode(output, skip_special_tokens=True)
+    reference_text = tokenizer.decode(reference, skip_special_tokens=True)
+    diff = word_diff(output_text, reference_text, getattr(tokenizer, "all_special_tokens", ()))
+    if expectations is None:
+        expectations = expectations_for(trace.prompt)
+    checks = expectations.check(output_text) if expectations else []
+    for check, on_reference in zip(checks, expectations.check(reference_text) if expectations else [], strict=True):
+        check.full_met = on_reference.met
+    trace.fidelity = Fidelity(reference_tokens=len(reference), common_prefix=common,
+                              identical=output == reference, full_agreement=agreement, full_nll=nll,
+                              words_differing=diff.words_differing, word_edits=diff.edits,
+                              output_words=diff.output_words, reference_words=diff.reference_words,
+                              differing_spans=list(diff.spans), expectations=checks)
+    return trace.fidelity

@@ -1,0 +1,253 @@
+"""Reliability, measured cheaply: how often each tier's confident verdict agrees with the full model.
+
+For a text (prompt + output tokens), one teacher-forced pass each of the drafter, the slim verifier
+and the full model gives, per output position, every confidence signal (`prob`, `margin`,
+`entropy`; core.decoding.confidence) and whether that model's choice equals the full model's. Everything
+else here is arithmetic on those arrays, with no model call: reliability diagrams (agreement per
+confidence bin), coverage / precision against a threshold, and the predicted share of tokens per
+tier and predicted error rate for a pair of thresholds (fast enough to follow a slider).
+
+What "predicted" means: each position is routed on its own, teacher-forced on the current text,
+as if it were the first draft token of a round. A real run also has rounds (a full pass, once run,
+decides the rest of its round) and its text changes when a tier errs, so the measured shares of a
+real run differ; label these numbers "predicted, teacher-forced on the current text".
+Greedy only: the choice of every model is its argmax. Prompt lookup has no distribution; its
+confidence is its own statistic (core.decoding.drafters.PromptLookupDrafter), stored under every signal
+name, and positions where it finds no match draft nothing (`drafted` is False).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import torch
+
+from core.config import DecodeConfig
+from core.decoding.confidence import SIGNALS, confidences
+from core.decoding.cost import CostModel
+from core.decoding.drafters import PromptLookupDrafter
+from core.decoding.engine import generate
+from core.decoding.layer_routes import LayerRoute, resolve_route, routed
+from core.models.loading import ModelBundle
+from core.models.prompting import encode_prompt, stop_token_ids
+
+PREDICTED_LABEL = "predicted, teacher-forced on the current text"
+"""The caption every predicted number carries (the app shows it beside measured numbers)."""
+
+
+@dataclass
+class ModelSignals:
+    """One model's teacher-forced view of a text, one entry per output position."""
+
+    choice: np.ndarray  # int: its top token (the drafter's: what it would draft)
+    confidence: dict[str, np.ndarray]  # signal name -> float in [0, 1]
+    agree: np.ndarray  # bool: choice == the full model's choice
+    drafted: np.ndarray  # bool: it proposed something here (False only for prompt lookup without a match)
+
+    @staticmethod
+    def concat(parts: list[ModelSignals]) -> ModelSignals:
+        return ModelSignals(
+            choice=np.concatenate([p.choice for p in parts]),
+            confidence={s: np.concatenate([p.confidence[s] for p in parts]) for s in parts[0].confidence},
+            agree=np.concatenate([p.agree for p in parts]),
+            drafted=np.concatenate([p.drafted for p in parts]))
+
+
+@dataclass
+class ReliabilityData:
+    """Per-position signals of the drafter and the slim verifier against the full model, for one or more texts."""
+
+    drafter: ModelSignals
+    slim: ModelSignals
+    full_choice: np.ndarray
+    stop: np.ndarray  # bool: the drafter's choice is a stop token (tier 1 never takes those)
+    drafter_name: str = ""
+    slim_route: str = ""
+    costs: dict[str, float] = field(default_factory=dict)  # role -> modelled units per call (core.decoding.cost)
+
+    def __len__(self) -> int:
+        return len(self.full_choice)
+
+    @staticmethod
+    def concat(parts: list[ReliabilityData]) -> ReliabilityData:
+        first = parts[0]
+        return ReliabilityData(
+            drafter=ModelSignals.concat([p.drafter for p in parts]), slim=ModelSignals.concat([p.slim for p in parts]),
+            full_choice=np.concatenate([p.full_choice for p in parts]), stop=np.concatenate([p.stop for p in parts]),
+            drafter_name=first.drafter_name, slim_route=first.slim_route, costs=dict(first.costs))
+
+
+# ---------------------------------------------------------------- signals from logits (vectorised)
+
+def signals_from_logits(logits: torch.Tensor) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """(argmax, {signal: confidence}) for each row of `logits` [n, vocab]; the same numbers as
+    core.decoding.confidence.confidence(softmax(row), argmax(row), signal), computed for all rows at once."""
+    probs = torch.softmax(logits.float(), dim=-1)
+    choice = probs.argmax(-1)
+    return choice.cpu().numpy(), {s: confidences(probs, choice, s).cpu().numpy() for s in SIGNALS}
+
+
+@torch.inference_mode()
+def teacher_forced_logits(model: torch.nn.Module, sequence: list[int], first: int,
+                          route: LayerRoute | None = None) -> torch.Tensor:
+    """Logits predicting sequence[k] from sequence[:k] for k = first .. len - 1, in one pass under `route`."""
+    device = next(model.parameters()).device
+    with routed(route):
+        logits = model(input_ids=torch.tensor([sequence], device=device), use_cache=False).logits[0]
+    return logits[first - 1:len(sequence) - 1]
+
+
+def _signals(choice: np.ndarray, confidence: dict[str, np.ndarray], full_choice: np.ndarray,
+             drafted: np.ndarray | None = None) -> ModelSignals:
+    return ModelSignals(choice=choice, confidence=confidence, agree=choice == full_choice,
+                        drafted=np.ones(len(choice), bool) if drafted is None else drafted)
+
+
+def _prompt_lookup_signals(sequence: list[int], first: int, ngram_size: int,
+                           full_choice: np.ndarray) -> ModelSignals:
+    drafter = PromptLookupDrafter(ngram_size)
+    choice, stat, drafted = [], [], []
+    for k in range(first, len(sequence)):
+        draft = drafter.propose(sequence[:k], 1)
+        drafted.append(bool(draft.tokens))
+        choice.append(draft.tokens[0] if draft.tokens else -1)
+        stat.append(draft.confidences[0] if draft.tokens else 0.0)
+    values = np.array(stat, dtype=np.float64)
+    return _signals(np.array(choice), {s: values for s in SIGNALS}, full_choice, np.array(drafted, bool))
+
+
+def measure(bundle: ModelBundle, prompt: str, config: DecodeConfig, output_ids: list[int] | None = None
+            ) -> ReliabilityData:
+    """Teacher-forced signals for one text: `output_ids` after `prompt` (default: the full model's own
+    greedy output under `config`, from the memo when it was generated before)."""
+    config = config.validate()
+    verifier = bundle.verifier
+    model = verifier.model
+    if output_ids is None:
+        output_ids = generate(bundle, prompt, config.with_(mode="plain", temperature=0.0)).token_ids
+    prompt_ids = encode_prompt(verifier.tokenizer, prompt, config.chat_template)
+    sequence, first = prompt_ids + list(output_ids), len(prompt_ids)
+    cost = CostModel(model)
+    slim_route = resolve_route(config.slim_route, model.config)
+    full_choice, _ = signals_from_logits(teacher_forced_logits(model, sequence, first))
+    slim = _signals(*signals_from_logits(teacher_forced_logits(model, sequence, first, slim_route)), full_choice)
+    costs = {"slim": cost.call_cost(model, slim_route), "full": 1.0}
+    if config.drafter == "ngram":
+        drafter = _prompt_lookup_signals(sequence, first, config.ngram_size, full_choice)
+        name, costs["drafter"] = f"prompt lookup (n <= {config.ngram_size})", 0.0
+    else:
+        if config.drafter == "model" and bundle.drafter is not None:
+            draft_model, draft_route, name = bundle.drafter.model, None, bundle.drafter.name
+            costs["drafter"] = CostModel(draft_model).unit / cost.unit
+        else:
+            draft_model, draft_route = model, resolve_route(config.draft_route, model.config)
+            name, costs["drafter"] = f"self ({draft_route.describe()})", cost.call_cost(model, draft_route)
+        drafter = _signals(*signals_from_logits(teacher_forced_logits(draft_model, sequence, first, draft_route)),
+                           full_choice)
+    stop = np.isin(drafter.choice, sorted(stop_token_ids(model, verifier.tokenizer)))
+    return ReliabilityData(drafter=drafter, slim=slim, full_choice=full_choice, stop=stop, drafter_name=name,
+                           slim_route=slim_route.describe(), costs=costs)
+
+
+def measure_many(bundle: ModelBundle, prompts: list[str], config: DecodeConfig) -> ReliabilityData:
+    """`measure` over several prompts (each with the full model's own output), pooled."""
+    return ReliabilityData.concat([measure(bundle, p, config) for p in prompts])
+
+
+# ---------------------------------------------------------------- arithmetic on the arrays (no model)
+
+def fires(confidence: np.ndarray, threshold: float) -> np.ndarray:
+    """Vectorised core.decoding.tiers.fires: confidence >= threshold, and threshold 1.0 switches the tier off."""
+    if threshold >= 1.0:
+        return np.zeros(np.shape(confidence), bool)
+    return np.asarray(confidence) >= threshold
+
+
+def reliability_bins(confidence: np.ndarray, agree: np.ndarray, bins: int = 10) -> pd.DataFrame:
+    """Reliability diagram data: per confidence bin [lo, hi), its count, mean confidence and agreement
+    with the full model (NaN for an empty bin). The last bin includes 1.0."""
+    confidence, agree = np.asarray(confidence, float), np.asarray(agree, bool)
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    index = np.clip(np.searchsorted(edges, confidence, side="right") - 1, 0, bins - 1)
+    rows = []
+    for b in range(bins):
+        inside = index == b
+        count = int(inside.sum())
+        rows.append({"bin_lo": edges[b], "bin_hi": edges[b + 1], "count": count,
+                     "mean_confidence": float(confidence[inside].mean()) if count else math.nan,
+                     "agreement": float(agree[inside].mean()) if count else math.nan})
+    return pd.DataFrame(rows)
+
+
+def coverage_precision(confidence: np.ndarray, agree: np.ndarray, taus: np.ndarray | list[float]) -> pd.DataFrame:
+    """Per threshold: coverage = share of positions whose confidence clears it, precision = share of
+    those where the model agrees with the full model (NaN when none clears)."""
+    confidence, agree = np.asarray(confidence, float), np.asarray(agree, bool)
+    rows = []
+    for tau in taus:
+        taken = fires(confidence, float(tau))
+        count = int(taken.sum())
+        rows.append({"tau": float(tau), "count": count,
+                     "coverage": count / len(confidence) if len(confidence) else 0.0,
+                     "precision": float(agree[taken].mean()) if count else math.nan})
+    return pd.DataFrame(rows)
+
+
+def lowest_threshold_for_precision(confidence: np.ndarray, agree: np.ndarray, target: float,
+                                   min_count: int = 5) -> float:
+    """The smallest threshold whose precision is >= target on at least `min_count` positions
+    (1.0, i.e. the tier off, when none qualifies). Candidate thresholds are the observed confidences."""
+    confidence, agree = np.asarray(confidence, float), np.asarray(agree, bool)
+    order = np.argsort(-confidence, kind="stable")
+    ranked, hits = confidence[order], np.cumsum(agree[order])
+    best = 1.0
+    for i in range(len(ranked)):
+        # Ties: a threshold at ranked[i] takes every position with that confidence, so test at the last tie.
+        if i + 1 < len(ranked) and ranked[i + 1] == ranked[i]:
+            continue
+        if i + 1 >= min_count and hits[i] / (i + 1) >= target and ranked[i] < 1.0:
+            best = float(ranked[i])
+    return best
+
+
+@dataclass(frozen=True)
+class TierPrediction:
+    """Predicted share of tokens per tier and predicted error rate (see the module docstring)."""
+
+    tokens: int
+    tier_share: dict[int, float]  # tier (1, 2, 3) -> share of positions
+    error_rate: float  # share of positions whose token would differ from the full model's choice
+    tier_precision: dict[int, float]  # tier -> share of its positions that agree with the full model (NaN if none)
+    label: str = PREDICTED_LABEL
+
+    def to_dict(self) -> dict:
+        return {"tokens": self.tokens, "tier_share": dict(self.tier_share), "error_rate": self.error_rate,
+                "tier_precision": dict(self.tier_precision), "label": self.label}
+
+
+def predict_tiers(data: ReliabilityData, tau_accept: float, tau_slim: float, draft_signal: str = "prob",
+                  slim_signal: str = "prob") -> TierPrediction:
+    """Route every position with the engine's rule (core.decoding.tiers.assign_tier) on teacher-forced signals.
+
+    Tier 1 keeps the drafter's choice (an error when it differs from the full model's), tier 2 emits
+    the slim verifier's choice (accepted or regenerated: an error when it differs), tier 3 is exact.
+    Positions where nothing was drafted go to the full model.
+    """
+    n = len(data)
+    if n == 0:
+        return TierPrediction(0, {1: 0.0, 2: 0.0, 3: 0.0}, 0.0, {1: math.nan, 2: math.nan, 3: math.nan})
+    drafted = data.drafter.drafted
+    tier1 = drafted & ~data.stop & fires(data.drafter.confidence[draft_signal], tau_accept)
+    tier2 = drafted & ~tier1 & fires(data.slim.confidence[slim_signal], tau_slim)
+    tier3 = ~tier1 & ~tier2
+    wrong1 = tier1 & ~data.drafter.agree
+    wrong2 = tier2 & ~data.slim.agree
+    masks, wrongs = {1: tier1, 2: tier2, 3: tier3}, {1: wrong1, 2: wrong2, 3: np.zeros(n, bool)}
+    return TierPrediction(
+        tokens=n, tier_share={t: float(m.sum()) / n for t, m in masks.items()},
+        error_rate=float(wrong1.sum() + wrong2.sum()) / n,
+        tier_precision={t: 1.0 - float(wrongs[t].sum()) / float(m.sum()) if m.any() else math.nan
+                        for t, m in masks.items()})

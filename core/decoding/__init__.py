@@ -1,0 +1,1 @@
+"""The round and everything it calls: drafters, the tier rule, scorers and caches, verification rules, costs."""

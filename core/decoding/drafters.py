@@ -1,0 +1,134 @@
+"""Drafters propose up to gamma tokens, each with a confidence (and a distribution when they have one).
+
+Every drafter implements the `Drafter` protocol, in the spirit of transformers' candidate
+generators. Model drafters (a separate small model, or the verifier itself under an aggressive
+route) draft autoregressively through a `Scorer`, so their KV cache and cost are tracked like the
+verifiers'. The prompt-lookup drafter costs nothing and has no distribution.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import torch
+
+from core.decoding.confidence import confidence
+from core.decoding.sampling import Sampler
+from core.decoding.scorer import Scorer, ScorerCall
+
+
+@dataclass
+class Draft:
+    """Proposed tokens, their drafter confidences, and the drafter's distributions (None for prompt lookup)."""
+
+    tokens: list[int] = field(default_factory=list)
+    confidences: list[float] = field(default_factory=list)
+    probs: list[torch.Tensor] | None = None
+    calls: list[ScorerCall] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def p(self, j: int) -> torch.Tensor | None:
+        """The drafter's distribution at draft position j (None: prompt lookup, a one-hot at the token)."""
+        return self.probs[j] if self.probs else None
+
+
+class Drafter(Protocol):
+    """What the engine needs from a drafter."""
+
+    scorer: Scorer | None  # the model it runs, for the trace's call records; None when it runs no model
+
+    def propose(self, tokens: list[int], gamma: int) -> Draft:
+        """Up to `gamma` tokens to follow `tokens`."""
+        ...
+
+    def describe(self) -> str:
+        """One line for the trace's model info."""
+        ...
+
+
+class ModelDrafter:
+    """Drafts with a language model (separate, or the verifier under a route), one token per pass.
+
+    `stop_below` > 0 ends the draft early when the drafter's confidence drops below it: BiLD's
+    fallback rule (Kim et al., 2023), so an unsure drafter hands over sooner.
+    """
+
+    def __init__(self, scorer: Scorer, sampler: Sampler, signal: str, stop_ids: set[int], description: str,
+                 stop_below: float = 0.0, vocab_size: int | None = None) -> None:
+        self.scorer = scorer
+        self.vocab_size = vocab_size  # the verifier's: a padded drafter must not propose ids past it
+        self.sampler = sampler
+        self.signal = signal
+        self.stop_ids = stop_ids
+        self.description = description
+        self.stop_below = stop_below
+
+    def describe(self) -> str:
+        return self.description
+
+    def propose(self, tokens: list[int], gamma: int) -> Draft:
+        draft = Draft(probs=[])
+        sequence = list(tokens)
+        for _ in range(gamma):
+            logits, call = self.scorer.predict(sequence, len(sequence), len(sequence))
+            probs = self._within_vocabulary(self.sampler.distribution(logits[0]))
+            token = self.sampler.pick(probs)
+            draft.tokens.append(token)
+            draft.probs.append(probs)
+            draft.confidences.append(confidence(probs, token, self.signal))
+            draft.calls.append(call)
+            sequence.append(token)
+            if token in self.stop_ids or draft.confidences[-1] < self.stop_below:
+                break
+        return draft
+
+
+    def _within_vocabulary(self, probs: torch.Tensor) -> torch.Tensor:
+        """Zero the padding ids a drafter's larger embedding matrix has beyond the verifier's vocabulary
+        and renormalise, so the draft is a distribution over tokens the verifier can score."""
+        if self.vocab_size is None or probs.shape[-1] <= self.vocab_size:
+            return probs
+        probs = probs.clone()
+        probs[self.vocab_size:] = 0.0
+        return probs / probs.sum()
+
+
+class PromptLookupDrafter:
+    """Copies what followed the most recent earlier occurrence of the last n tokens (n = ngram_size .. 1).
+
+    Confidence of the k-th copied token = (n / ngram_size) x (share of all earlier occurrences of
+    that n-gram whose own continuation has the same token at offset k). A long match that always
+    continued the same way scores 1; a one-token match seen once with a different follow-up scores low.
+    `stop_below` > 0 cuts the copy at its first token scoring below it (BiLD's fallback, as for model
+    drafters): a verifier pass costs more per token it scores, and an unlikely copy is not worth scoring.
+    """
+
+    scorer = None
+
+    def __init__(self, ngram_size: int = 3, stop_below: float = 0.0) -> None:
+        self.ngram_size = ngram_size
+        self.stop_below = stop_below
+
+    def describe(self) -> str:
+        return f"prompt lookup (n <= {self.ngram_size})"
+
+    def propose(self, tokens: list[int], gamma: int) -> Draft:
+        for n in range(min(self.ngram_size, len(tokens) - 1), 0, -1):
+            pattern = tokens[-n:]
+            starts = [i for i in range(len(tokens) - n) if tokens[i:i + n] == pattern]
+            if not starts:
+                continue
+            follow = starts[-1] + n
+            copied = tokens[follow:follow + gamma]
+            confidences = []
+            for k, token in enumerate(copied):
+                seen = [tokens[s + n + k] for s in starts if s + n + k < len(tokens)]
+                agree = sum(t == token for t in seen) / len(seen)
+                if agree * n / self.ngram_size < self.stop_below:
+                    break
+                confidences.append(agree * n / self.ngram_size)
+            return Draft(tokens=copied[:len(confidences)], confidences=confidences, probs=None)
+        return Draft(probs=None)

@@ -1,0 +1,170 @@
+"""`python -m core`: generate from a prompt, print the text coloured by tier and a metrics table."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from core.analysis.metrics import measured_speedup, summarize
+from core.config import COPY_EVIDENCE, DRAFTERS, LOOKUP_PRESET, DecodeConfig
+from core.decoding.confidence import SIGNALS
+from core.decoding.cost import CostModel
+from core.decoding.cost_profiles import device_profile
+from core.errors import ViaSdError
+from core.limits import MAX_NEW_TOKENS
+from core.models.loading import EMBEDDED_ID, load_bundle
+from core.trace import Trace
+
+# Okabe-Ito-like ANSI 256 colours, plus a second cue (underline / bold) per tier.
+STYLE = {
+    "direct-accepted": ("\033[38;5;214m", "1"), "slim-accepted": ("\033[38;5;75m", "2"),
+    "slim-regenerated": ("\033[4;38;5;33m", "2"), "full-accepted": ("\033[38;5;35m", "3"),
+    "full-corrected": ("\033[1;4;38;5;161m", "3"), "full-bonus": ("\033[1;38;5;29m", "3"),
+    "plain": ("\033[38;5;250m", "3"),
+}
+RESET = "\033[0m"
+
+
+def render(trace: Trace, color: bool) -> str:
+    """The generated text, each token coloured by outcome (TTY) or tagged [tier] (plain text)."""
+    if color:
+        return "".join(f"{STYLE[t.outcome][0]}{t.text}{RESET}" for t in trace.tokens)
+    return "".join(f"{t.text}[{STYLE[t.outcome][1]}]" for t in trace.tokens)
+
+
+def legend(color: bool) -> str:
+    if color:
+        return "  ".join(f"{code}{name}{RESET}" for name, (code, _) in STYLE.items())
+    return "tags: [1] direct accept, [2] slim verifier, [3] full verifier"
+
+
+ROWS = [("tokens", "tokens", "{:d}"), ("measured tokens/s", "tokens_per_s", "{:.2f}"),
+        ("modelled speed-up (accelerator)", "modelled_speedup", "{:.2f}x"),
+        ("rejection rate", "rejection_rate", "{:.3f}"), ("mean accepted length", "mean_accepted_length", "{:.2f}"),
+        ("full calls / token", "full_calls_per_token", "{:.3f}"),
+        ("slim calls / token", "slim_calls_per_token", "{:.3f}"),
+        ("drafter calls / token", "drafter_calls_per_token", "{:.3f}"),
+        ("identical to full model", "identical_to_full", "{}"), ("full-model agreement", "full_agreement", "{:.3f}"),
+        ("full-model NLL (nats/token)", "full_nll", "{:.3f}")]
+
+
+def metrics_table(traces: dict[str, Trace]) -> str:
+    """Metrics side by side, one column per run; measured and modelled numbers labelled as such."""
+    summaries = {name: summarize(t) for name, t in traces.items()}
+    width = max(len(r[0]) for r in ROWS) + 2
+    lines = ["".ljust(width) + "".join(name.rjust(12) for name in summaries)]
+    for label, key, fmt in ROWS:
+        cells = [fmt.format(m[key]) if key in m else "-" for m in summaries.values()]
+        lines.append(label.ljust(width) + "".join(c.rjust(12) for c in cells))
+    ratios = [measured_speedup(t, traces["plain"]) for t in traces.values()] if "plain" in traces else [None]
+    if None not in ratios:
+        cells = [f"{r:.2f}x" for r in ratios]
+        lines.append("measured speed-up vs plain".ljust(width) + "".join(c.rjust(12) for c in cells))
+    return "\n".join(lines)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m core", description="VIA-SD: three-tier speculative decoding.")
+    p.add_argument("prompt", nargs="?", help="the user message (default: an example)")
+    p.add_argument("--example", default="chat:0", help="FAMILY:INDEX from examples/ when no prompt is given")
+    p.add_argument("--mode", default="via", choices=["plain", "sd", "via", "all"],
+                   help="'all' runs plain, classic SD and VIA-SD side by side")
+    p.add_argument("--model", default=EMBEDDED_ID, help="verifier: embedded default, a Hub id or a local folder")
+    p.add_argument("--preset", choices=["lookup"], help="start from core.config.LOOKUP_PRESET (prompt lookup with "
+                   "audited copies) instead of DecodeConfig's defaults; options given explicitly still apply")
+    p.add_argument("--drafter", choices=list(DRAFTERS), help="default: self (lookup preset: ngram)")
+    p.add_argument("--drafter-model", help="Hub id or folder of a separate drafter (implies --drafter model)")
+    p.add_argument("--device", help="cpu or cuda (default: cuda when present)")
+    p.add_argument("--dtype", choices=["float32", "bfloat16", "float16"],
+                   help="default: float32 on CPU, bfloat16 on CUDA; float32 keeps classic SD exact")
+    p.add_argument("--draft-route", help=f"default: {DecodeConfig.draft_route}")
+    p.add_argument("--slim-route", help=f"default: {DecodeConfig.slim_route}")
+    p.add_argument("--gamma", type=int, help=f"default: {DecodeConfig.gamma}")
+    p.add_argument("--tau-accept", type=float, help=f"default: {DecodeConfig.tau_accept}")
+    p.add_argument("--tau-slim", type=float, help=f"default: {DecodeConfig.tau_slim}; 1.0 switches tier 2 off")
+    p.add_argument("--copy-evidence", choices=list(COPY_EVIDENCE),
+                   help="what a prompt-lookup copy needs before tier 1 keeps it (default: verifier)")
+    p.add_argument("--draft-stop-below", type=float, help="cut a draft at its first token scoring below this")
+    p.add_argument("--audit-span", type=int, help="copies kept on trust before the full model must audit them")
+    p.add_argument("--ngram-size", type=int, help="prompt lookup: longest n-gram matched")
+    p.add_argument("--signal", default="prob", choices=list(SIGNALS), help="confidence signal for every tier")
+    p.add_argument("--max-new-tokens", type=int, help=f"default: {DecodeConfig.max_new_tokens} (lookup preset: "
+                   f"{LOOKUP_PRESET.max_new_tokens}); at most {MAX_NEW_TOKENS}")
+    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
+    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-chat-template", action="store_true")
+    p.add_argument("--profile", help="cost profile for the 'why' line: a name in core/profiles or a JSON file "
+                   "(default: this device's shipped profile, else the modelled accelerator)")
+    p.add_argument("--json", metavar="FILE", help="also write the trace(s) as JSON")
+    p.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        prompt = args.prompt or _example(args.example)
+        config = build_config(args)
+        print(f"loading {args.model} ...", file=sys.stderr)
+        bundle = load_bundle(args.model, args.drafter_model, args.device, args.dtype)
+        costs = CostModel(bundle.verifier.model, device_profile(bundle.verifier.device, args.profile))
+        from core.analysis.sweep import compare
+
+        if args.mode == "all":
+            traces = compare(bundle, prompt, config, replay=False)
+        else:
+            from core.decoding.engine import generate
+
+            traces = {args.mode: generate(bundle, prompt, config, replay=False, fidelity=True)}
+    except ViaSdError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
+    print(f"prompt: {prompt}\n")
+    for name, trace in traces.items():
+        print(f"--- {name} ({trace.models['drafter']}; slim {trace.models['slim_route']})")
+        print(render(trace, color) + "\n")
+    print(legend(color) + "\n")
+    print(metrics_table(traces))
+    print("\nmeasured = wall clock on this machine; modelled = accelerator cost model (core/decoding/cost.py)")
+    print(why_lines(costs, traces, bundle.drafter.model if bundle.drafter is not None else None))
+    if args.json:
+        with open(args.json, "w") as handle:
+            handle.write("[" + ",\n".join(t.to_json() for t in traces.values()) + "]")
+    return 0
+
+
+def build_config(args: argparse.Namespace) -> DecodeConfig:
+    """The run's settings: DecodeConfig's defaults (or LOOKUP_PRESET's with --preset lookup), then every
+    option given on the command line."""
+    base = (LOOKUP_PRESET if args.preset == "lookup" else DecodeConfig()).given(
+        args, "drafter", "draft_route", "slim_route", "gamma", "tau_accept", "tau_slim", "copy_evidence",
+        "draft_stop_below", "audit_span", "ngram_size", "max_new_tokens")
+    return base.with_(
+        mode="via" if args.mode == "all" else args.mode, drafter="model" if args.drafter_model else base.drafter,
+        draft_signal=args.signal, slim_signal=args.signal, temperature=args.temperature, top_p=args.top_p,
+        seed=args.seed, chat_template=not args.no_chat_template).validate()
+
+
+def why_lines(costs: CostModel, traces: dict[str, Trace], drafter: object | None = None) -> str:
+    """One generated sentence per run saying what made it fast or slow (core.analysis.breakeven)."""
+    from core.analysis.breakeven import explain
+
+    lines = [f"\nwhy (cost profile: {costs.label}):"]
+    lines += [f"  {name}: {explain(trace, costs, drafter)}" for name, trace in traces.items()]
+    return "\n".join(lines)
+
+
+def _example(spec: str) -> str:
+    from examples import load_prompts
+
+    family, _, index = spec.partition(":")
+    prompts = load_prompts(family)
+    if not prompts:
+        raise ViaSdError(f"no example family '{family}': use chat, code, math or summarisation")
+    try:
+        return prompts[int(index or 0)].text
+    except (ValueError, IndexError):
+        raise ViaSdError(f"example '{spec}' not found: {family} has {len(prompts)} prompts (0-based)") from None

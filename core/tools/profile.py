@@ -1,0 +1,207 @@
+"""Cost profiles: how long one forward pass takes on a device, per model, layers run and tokens processed.
+
+`python -m core.profile` measures the current device: for each route (how many decoder layers run)
+and each number of tokens processed in one KV-cached pass (1, 2, 4, 8, 16, 64 and a prefill), the
+median wall time of a real pass through `core.decoding.scorer.Scorer`, the very code the engine runs. It
+then fits, per model, two small linear laws and saves them with the points as a profile JSON:
+
+* one-token passes:   t = fixed + layers * layer
+* k-token passes:     t = fixed + per_token*k + layers * (layer_fixed + layer_per_token*k)
+
+Two regimes because a CPU's BLAS runs one token as matrix-vector products, which are much cheaper
+than the matrix-matrix kernels it switches to from two tokens on (measured here: 40 ms for one
+token, 63 ms for two to eight). `fixed` and `per_token` hold the output head, embeddings and
+per-call overhead; the layer terms price a route by how many layers it runs.
+
+A modelled accelerator profile needs no measurement: at decoding batch sizes a pass reads every
+weight it uses once and is memory-bound, so it costs the weights read, and k tokens add only
+k / RIDGE of that until the arithmetic catches up (`accelerator_costs`). Profiles say which kind
+they are; the app and the benchmark print their label.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from core.decoding.cost_profiles import (
+    PROFILE_DIR,
+    TOKEN_COUNTS,
+    CostProfile,
+    ModelCosts,
+    accelerator_profile,
+    model_signature,
+)
+from core.errors import ProfileError
+
+# --- measuring -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class PassTiming:
+    """One measured configuration: median seconds of `repeats` passes."""
+
+    model: str
+    route: str
+    layers: int
+    tokens: int
+    seconds: float
+    fitted: float = 0.0
+
+
+def measure(model: torch.nn.Module, routes: dict[str, object], context: int = 160,
+            token_counts: tuple[int, ...] = TOKEN_COUNTS, prefill: int = 160, repeats: int = 5,
+            seed: int = 0) -> list[PassTiming]:
+    """Time KV-cached passes of `model` under each route for each token count, interleaved.
+
+    The cache holds `context` tokens before each timed pass (cropped back after it), so every pass
+    sees the same context length; the prefill row times `prefill` tokens from an empty cache."""
+    from core.decoding.scorer import Scorer
+
+    vocab = int(model.config.get_text_config().vocab_size)
+    generator = torch.Generator().manual_seed(seed)
+    text = torch.randint(10, vocab, (context + max(token_counts) + prefill,), generator=generator).tolist()
+    signature = model_signature(model)
+    scorers = {name: Scorer(name, model, route, None, "profile", read_memo=False) for name, route in routes.items()}
+    for scorer in scorers.values():
+        scorer.predict(text, context, context)
+    samples: dict[tuple[str, int], list[float]] = {}
+    for _ in range(repeats):
+        for k in token_counts:
+            for name, scorer in scorers.items():
+                _, call = scorer.predict(text, context + 1, context + k)
+                samples.setdefault((name, k), []).append(call.wall_s)
+        for name, scorer in scorers.items():
+            scorer._crop(0)
+            _, call = scorer.predict(text[:prefill], prefill, prefill)
+            samples.setdefault((name, prefill), []).append(call.wall_s)
+            scorer._crop(0)
+            scorer.predict(text, context, context)
+    return [PassTiming(signature, name, len(routes[name].layers), k, statistics.median(v))
+            for (name, k), v in samples.items()]
+
+
+def fit(points: list[PassTiming], num_layers: int) -> ModelCosts:
+    """Least-squares fit of the two laws, weighted for relative error (short passes matter as much)."""
+
+    def solve(rows: list[PassTiming], features: object) -> np.ndarray:
+        a = np.array([features(p) for p in rows], dtype=float)
+        y = np.array([p.seconds for p in rows], dtype=float)
+        w = 1.0 / y
+        coef, *_ = np.linalg.lstsq(a * w[:, None], y * w, rcond=None)
+        return coef
+
+    single = [p for p in points if p.tokens == 1]
+    batched = [p for p in points if p.tokens > 1]
+    if len({p.layers for p in single}) < 2 or len({(p.layers, p.tokens) for p in batched}) < 4:
+        raise ProfileError("fitting a profile needs at least two routes and several token counts")
+    s = solve(single, lambda p: (1.0, p.layers))
+    b = solve(batched, lambda p: (1.0, p.tokens, p.layers, p.layers * p.tokens))
+    costs = ModelCosts(num_layers=num_layers, single_fixed=float(s[0]), single_layer=float(s[1]),
+                       fixed=float(b[0]), per_token=float(b[1]), layer_fixed=float(b[2]),
+                       layer_per_token=float(b[3]))
+    for p in points:
+        p.fitted = costs.time(p.layers, p.tokens)
+    return costs
+
+
+def versions() -> dict[str, str]:
+    import transformers
+
+    return {"python": platform.python_version(), "torch": torch.__version__, "transformers": transformers.__version__}
+
+
+def machine_description(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    threads = torch.get_num_threads()
+    return f"{cpu} ({os.cpu_count()} cores), {threads} thread{'s' if threads > 1 else ''}"
+
+
+def measure_profile(bundle: object, name: str, routes: tuple[str, ...] = ("full", "auto-slim", "auto-draft",
+                                                                         "skip-middle-50"),
+                    repeats: int = 5, token_counts: tuple[int, ...] = TOKEN_COUNTS) -> CostProfile:
+    """Measure and fit a profile for the bundle's verifier (and separate drafter, when loaded)."""
+    from core.decoding.layer_routes import resolve_route
+
+    device = bundle.verifier.device
+    loaded = [bundle.verifier] + ([bundle.drafter] if bundle.drafter is not None else [])
+    models: dict[str, ModelCosts] = {}
+    points: list[PassTiming] = []
+    for item in loaded:
+        by_depth = {}  # one route per layer count: the laws price a route by how many layers it runs
+        for r in routes:
+            route = resolve_route(r, item.model.config)
+            by_depth.setdefault(len(route.layers), (r, route))
+        resolved = dict(by_depth.values())
+        mine = measure(item.model, resolved, repeats=repeats, token_counts=token_counts)
+        models[model_signature(item.model)] = fit(mine, item.num_layers)
+        points.extend(mine)
+    dtype = str(bundle.verifier.dtype).replace("torch.", "")
+    machine = machine_description(device)
+    date = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    load = f"; load average {os.getloadavg()[0]:.1f} at the end" if hasattr(os, "getloadavg") else ""
+    return CostProfile(name=name, kind="measured", label=f"measured on {machine}, {dtype}, {date}{load}",
+                       device=device.type, dtype=dtype, time_unit="s", models=models, machine=machine, date=date,
+                       versions=versions(), points=[asdict(p) for p in points],
+                       notes="python -m core.profile: median of KV-cached passes through core.decoding.scorer.Scorer; "
+                             "context 160 tokens; the prefill row processes 160 tokens from an empty cache.")
+
+
+def fit_table(profile: CostProfile) -> str:
+    """The measured points beside the fitted law, as printed text."""
+    lines = [f"{'model':24}{'route':16}{'layers':>7}{'tokens':>7}{'measured ms':>13}{'fitted ms':>11}{'error':>8}"]
+    for p in profile.points:
+        error = p["fitted"] / p["seconds"] - 1
+        lines.append(f"{p['model']:24}{p['route']:16}{p['layers']:7d}{p['tokens']:7d}{p['seconds'] * 1e3:13.1f}"
+                     f"{p['fitted'] * 1e3:11.1f}{error:+8.1%}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    from core.models.loading import EMBEDDED_ID, load_bundle
+
+    parser = argparse.ArgumentParser(description="Measure a cost profile of forward passes on this device.")
+    parser.add_argument("--model", default=EMBEDDED_ID)
+    parser.add_argument("--drafter-model", help="also profile a separate drafter")
+    parser.add_argument("--device")
+    parser.add_argument("--dtype", choices=["float32", "bfloat16", "float16"])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
+    parser.add_argument("--name", help="profile name (default: <device>-<date>)")
+    parser.add_argument("--out", help="where to write the JSON (default: core/profiles/<name>.json)")
+    parser.add_argument("--accelerator", action="store_true",
+                        help="write the modelled accelerator profile instead of measuring")
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    bundle = load_bundle(args.model, args.drafter_model, args.device, args.dtype)
+    if args.accelerator:
+        models = [bundle.verifier.model] + ([bundle.drafter.model] if bundle.drafter else [])
+        profile = accelerator_profile(models)
+    else:
+        name = args.name or f"{bundle.verifier.device.type}-{datetime.now(timezone.utc):%Y%m%d}"
+        profile = measure_profile(bundle, name, repeats=args.repeats)
+        print(fit_table(profile))
+    path = profile.save(args.out or PROFILE_DIR / f"{profile.name}.json")
+    print(f"\n{profile.label}\nsaved {path}")
+
+
+if __name__ == "__main__":
+    main()

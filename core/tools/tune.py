@@ -1,0 +1,317 @@
+"""Recommend thresholds for a fidelity target: the fastest setting whose output stays close enough.
+
+    python -m core.tune --family chat --max-words-differing 0.01
+    python -m core.tune --prompts my_prompts.txt --min-agreement 0.95 --json
+
+Over a grid of (tau_accept, tau_slim, gamma, signals, routes), every tuning prompt is decoded with
+the memo on (`generate(..., replay=True)`: exactly the tokens of a real run; a threshold sweep
+only computes prefixes no earlier run visited) and compared with the full model's own greedy
+output. Fidelity target, one of:
+* `--max-words-differing x`: share of the reference's words that the output changes (core.analysis.textdiff
+  when present, else a difflib word diff), pooled over prompts;
+* `--min-agreement x`: share of output tokens that are the full model's argmax (core.analysis.fidelity).
+Speed is the accelerator cost model's speed-up over plain decoding (core.decoding.cost), pooled over prompts
+(tokens / cost units). The recommendation is the fastest grid point that meets the target on the
+tuning prompts; classic SD (both thresholds 1.0) is always in the grid and is exact under greedy,
+so a recommendation always exists. It is then run on held-apart prompts (per family, even-numbered
+examples tune, odd-numbered evaluate), and `--measure` adds wall-clock speed-ups measured there
+side by side with plain decoding. Outputs: the recommendation, the grid and its Pareto front
+(CSV, JSON and a plotly HTML in --out), or one JSON object with --json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import itertools
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from core.analysis.fidelity import attach_fidelity
+from core.analysis.metrics import measured_speedup, summarize
+from core.config import DecodeConfig
+from core.decoding.engine import generate
+from core.errors import ConfigError
+from core.models.loading import EMBEDDED_ID, ModelBundle, load_bundle
+from core.trace import Trace
+
+SPEED = "modelled_speedup"
+"""The speed column tuned for: the cost model's speed-up over plain decoding."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """A fidelity target: a ceiling on words differing, or a floor on token agreement."""
+
+    metric: str  # "words_differing" or "agreement"
+    value: float
+
+    def met(self, row: dict | pd.Series) -> bool:
+        got = row[self.metric]
+        return got <= self.value + 1e-12 if self.metric == "words_differing" else got >= self.value - 1e-12
+
+    def describe(self) -> str:
+        return (f"words differing <= {self.value:g}" if self.metric == "words_differing"
+                else f"token agreement >= {self.value:g}")
+
+
+@dataclass
+class TuneResult:
+    """What `tune` found: every grid point with its pooled metrics, the Pareto front and the pick."""
+
+    target: Target
+    grid: pd.DataFrame
+    front: pd.DataFrame
+    recommended: dict
+    held_apart: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"target": asdict(self.target), "recommended": self.recommended, "held_apart": self.held_apart,
+                "pareto_front": self.front.to_dict(orient="records"), "grid_points": len(self.grid)}
+
+
+def words_differing(output: str, reference: str) -> float:
+    """Share of the reference's words that the output does not keep in order (0 = same words)."""
+    try:  # the project's one definition, when it has landed (the same call core.tools.benchmark makes)
+        from core.analysis.textdiff import word_diff  # type: ignore[import-not-found]
+
+        return float(word_diff(output, reference).words_differing)
+    except ImportError:
+        pass
+    ref, out = reference.split(), output.split()
+    if not ref:
+        return 0.0 if not out else 1.0
+    kept = sum(block.size for block in difflib.SequenceMatcher(a=ref, b=out, autojunk=False).get_matching_blocks())
+    return 1.0 - kept / max(len(ref), len(out))
+
+
+def grid_configs(base: DecodeConfig, taus: list[float], gammas: list[int], signals: list[str],
+                 slim_routes: list[str]) -> list[DecodeConfig]:
+    """Every ordered pair tau_slim <= tau_accept from `taus` (1.0 always included) x gammas x signals x routes."""
+    values = sorted({round(float(t), 4) for t in taus} | {1.0})
+    out = []
+    for gamma, signal, route in itertools.product(gammas, signals, slim_routes):
+        for a, s in itertools.product(values, values):
+            if s <= a:
+                out.append(base.with_(mode="via", tau_accept=a, tau_slim=s, gamma=gamma, draft_signal=signal,
+                                      slim_signal=signal, slim_route=route).validate())
+    return out
+
+
+def _reference(bundle: ModelBundle, prompt: str, base: DecodeConfig) -> Trace:
+    return generate(bundle, prompt, base.with_(mode="plain", temperature=0.0))
+
+
+def evaluate(bundle: ModelBundle, prompts: list[str], config: DecodeConfig,
+             references: dict[str, Trace]) -> dict:
+    """Pooled metrics of one setting over prompts: speed-up (tokens / cost units), words differing
+    (pooled over reference words), token agreement (pooled over output tokens), identical share."""
+    tokens = cost = words = differing = agree_tokens = identical = 0.0
+    for prompt in prompts:
+        reference = references[prompt]
+        trace = generate(bundle, prompt, config)
+        attach_fidelity(bundle, trace, reference.token_ids)
+        m = summarize(trace)
+        n_words = max(len(reference.text.split()), 1)
+        wd = m.get("words_differing")
+        wd = words_differing(trace.text, reference.text) if wd is None else float(wd)
+        tokens += m["tokens"]
+        cost += m["modelled_cost"]
+        words += n_words
+        differing += wd * n_words
+        agree_tokens += m["full_agreement"] * m["tokens"]
+        identical += bool(m["identical_to_full"])
+    return {SPEED: tokens / cost if cost else 0.0, "words_differing": differing / words if words else 0.0,
+            "agreement": agree_tokens / tokens if tokens else 1.0, "identical_share": identical / len(prompts),
+            "tokens": int(tokens)}
+
+
+def pareto_front(grid: pd.DataFrame, fidelity: str = "words_differing") -> pd.DataFrame:
+    """Grid points no other point beats on both speed and fidelity (lower words differing, or higher agreement)."""
+    better = (lambda a, b: a < b) if fidelity == "words_differing" else (lambda a, b: a > b)
+    not_worse = (lambda a, b: a <= b) if fidelity == "words_differing" else (lambda a, b: a >= b)
+    keep = []
+    for i, row in grid.iterrows():
+        dominated = any(
+            other[SPEED] >= row[SPEED] and not_worse(other[fidelity], row[fidelity])
+            and (other[SPEED] > row[SPEED] or better(other[fidelity], row[fidelity]))
+            for j, other in grid.iterrows() if j != i)
+        keep.append(not dominated)
+    return grid[keep].sort_values(SPEED).reset_index(drop=True)
+
+
+def _setting(config: DecodeConfig) -> dict:
+    return {"tau_accept": config.tau_accept, "tau_slim": config.tau_slim, "gamma": config.gamma,
+            "draft_signal": config.draft_signal, "slim_signal": config.slim_signal, "drafter": config.drafter,
+            "draft_route": config.draft_route, "slim_route": config.slim_route}
+
+
+def tune(bundle: ModelBundle, prompts: list[str], target: Target, configs: list[DecodeConfig],
+         on_progress: Callable[[int, int], None] | None = None,
+         should_stop: Callable[[], bool] | None = None) -> TuneResult:
+    """Evaluate every config on `prompts`, keep the Pareto front, recommend the fastest that meets `target`."""
+    if not prompts:
+        raise ConfigError("tune needs at least one prompt")
+    references = {p: _reference(bundle, p, configs[0]) for p in prompts}
+    rows = []
+    for done, config in enumerate(configs):
+        if should_stop is not None and should_stop():
+            break
+        rows.append({**_setting(config), **evaluate(bundle, prompts, config, references)})
+        if on_progress is not None:
+            on_progress(done + 1, len(configs))
+    grid = pd.DataFrame(rows)
+    grid["meets_target"] = [target.met(r) for _, r in grid.iterrows()]
+    feasible = grid[grid["meets_target"]]
+    if feasible.empty:  # only when stopped before classic SD ran, or under sampling
+        raise ConfigError(f"no setting met {target.describe()} on the tuning prompts")
+    fidelity_order = feasible[target.metric] * (1 if target.metric == "words_differing" else -1)
+    best = feasible.assign(_f=fidelity_order).sort_values([SPEED, "_f"], ascending=[False, True]).iloc[0]
+    recommended = {k: (v.item() if hasattr(v, "item") else v) for k, v in best.drop("_f").items()}
+    return TuneResult(target=target, grid=grid, front=pareto_front(grid, target.metric), recommended=recommended)
+
+
+def config_of(base: DecodeConfig, setting: dict) -> DecodeConfig:
+    keys = ("tau_accept", "tau_slim", "gamma", "draft_signal", "slim_signal", "drafter", "draft_route", "slim_route")
+    return base.with_(mode="via", **{k: setting[k] for k in keys}).validate()
+
+
+def held_apart(bundle: ModelBundle, prompts: list[str], base: DecodeConfig, setting: dict, measure: bool) -> dict:
+    """The recommendation on prompts it was not tuned on (modelled speed; measured too with `measure`)."""
+    config = config_of(base, setting)
+    references = {p: _reference(bundle, p, base) for p in prompts}
+    out = {"prompts": len(prompts), **evaluate(bundle, prompts, config, references)}
+    if measure:
+        ratios = []
+        for prompt in prompts:  # plain and the recommendation back to back, both computed for real
+            plain = generate(bundle, prompt, base.with_(mode="plain"), replay=False)
+            ratios.append(measured_speedup(generate(bundle, prompt, config, replay=False), plain))
+        ratios = sorted(r for r in ratios if r is not None)
+        out["measured_speedup_median"] = ratios[len(ratios) // 2] if ratios else None
+    return out
+
+
+def front_figure(result: TuneResult) -> object:
+    """Plotly scatter of every grid point, the Pareto front as a line, the target and the pick."""
+    import plotly.graph_objects as go
+
+    metric = result.target.metric
+    label = "words differing from the full model" if metric == "words_differing" else "token agreement"
+    grid, front = result.grid, result.front
+    hover = [f"τ_accept {r.tau_accept}, τ_slim {r.tau_slim}, γ {r.gamma}, {r.draft_signal}, {r.slim_route}"
+             for r in grid.itertuples()]
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=grid[metric], y=grid[SPEED], mode="markers", name="grid point", text=hover,
+                             marker={"color": ["#009E73" if m else "#999999" for m in grid["meets_target"]], "size": 9},
+                             hovertemplate="%{text}<br>%{x:.3f}, speed-up %{y:.2f}x<extra></extra>"))
+    fig.add_trace(go.Scatter(x=front[metric], y=front[SPEED], mode="lines+markers", name="Pareto front",
+                             line={"color": "#0072B2", "width": 3}))
+    rec = result.recommended
+    fig.add_trace(go.Scatter(x=[rec[metric]], y=[rec[SPEED]], mode="markers", name="recommended",
+                             marker={"symbol": "star", "size": 20, "color": "#E69F00", "line": {"width": 1}}))
+    fig.add_vline(x=result.target.value, line={"dash": "dash", "color": "#D55E00"},
+                  annotation_text=result.target.describe())
+    fig.update_layout(template="plotly_white", title=f"Tuning: modelled speed-up vs {label} (tuning prompts)",
+                      xaxis_title=label, yaxis_title="modelled speed-up over plain (x)", font={"size": 15})
+    return fig
+
+
+def write_outputs(result: TuneResult, out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / "tune_grid.csv", out / "pareto_front.csv", out / "pareto_front.json", out / "pareto_front.html"]
+    result.grid.to_csv(paths[0], index=False)
+    result.front.to_csv(paths[1], index=False)
+    paths[2].write_text(json.dumps(result.to_dict(), indent=1, default=str) + "\n")
+    front_figure(result).write_html(paths[3], include_plotlyjs="cdn")
+    return paths
+
+
+def load_prompt_set(family: str | None, prompt_file: str | None, count: int) -> tuple[list[str], list[str]]:
+    """(tuning, held-apart) prompts: from a file (one per line, alternating) or the example families."""
+    if prompt_file:
+        lines = [line.strip() for line in Path(prompt_file).read_text().splitlines() if line.strip()]
+        if len(lines) < 2:
+            raise ConfigError(f"{prompt_file} needs at least two prompts, one per line (tuning and held-apart)")
+        return lines[0::2][:count], lines[1::2][:count]
+    from examples import FAMILIES, load_prompts
+
+    families = [family] if family else list(FAMILIES)
+    if family and family not in FAMILIES:
+        raise ConfigError(f"family must be one of {', '.join(FAMILIES)}, not '{family}'")
+    tuning, held = [], []
+    for f in families:
+        prompts = load_prompts(f)
+        tuning += [p.text for p in prompts[0::2][:count]]
+        held += [p.text for p in prompts[1::2][:count]]
+    return tuning, held
+
+
+def _floats(text: str) -> list[float]:
+    return [float(v) for v in text.split(",") if v.strip()]
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    goal = parser.add_mutually_exclusive_group()
+    goal.add_argument("--max-words-differing", type=float, help="ceiling on the share of words differing")
+    goal.add_argument("--min-agreement", type=float, help="floor on token agreement with the full model")
+    parser.add_argument("--family", help="tune over one example family (default: all four)")
+    parser.add_argument("--prompts", help="a text file, one prompt per line (odd lines tune, even lines evaluate)")
+    parser.add_argument("--count", type=int, default=2, help="tuning (and held-apart) prompts per family or file")
+    parser.add_argument("--model", default=EMBEDDED_ID)
+    parser.add_argument("--drafter", default="self", choices=["self", "ngram", "model"])
+    parser.add_argument("--taus", default="0.5,0.7,0.8,0.9,1.0", help="threshold values; every ordered pair is tried")
+    parser.add_argument("--gammas", default="4")
+    parser.add_argument("--signals", default="prob", help="confidence signals (used for both tiers)")
+    parser.add_argument("--slim-routes", default="auto-slim")
+    parser.add_argument("--tokens", type=int, default=32, help="new tokens per prompt")
+    parser.add_argument("--measure", action="store_true", help="also measure wall-clock speed-up on held-apart prompts")
+    parser.add_argument("--out", default="artifacts/tune", help="folder for the CSV, JSON and HTML outputs")
+    parser.add_argument("--json", action="store_true", help="print one JSON object (and still write --out)")
+    args = parser.parse_args(argv)
+    target = (Target("agreement", args.min_agreement) if args.min_agreement is not None
+              else Target("words_differing", 0.01 if args.max_words_differing is None else args.max_words_differing))
+    log = (lambda *a: None) if args.json else (lambda *a: print(*a, flush=True))
+    start = time.perf_counter()
+    tuning, held = load_prompt_set(args.family, args.prompts, args.count)
+    bundle = load_bundle(args.model)
+    base = DecodeConfig(drafter=args.drafter, max_new_tokens=args.tokens)
+    configs = grid_configs(base, _floats(args.taus), [int(g) for g in _floats(args.gammas)],
+                           [s.strip() for s in args.signals.split(",") if s.strip()],
+                           [r.strip() for r in args.slim_routes.split(",") if r.strip()])
+    log(f"{len(configs)} settings x {len(tuning)} tuning prompts; target {target.describe()}")
+    result = tune(bundle, tuning, target, configs,
+                  on_progress=lambda d, n: log(f"  {d}/{n} settings ({time.perf_counter() - start:.0f} s)"))
+    result.held_apart = held_apart(bundle, held, base, result.recommended, args.measure) if held else {}
+    paths = write_outputs(result, Path(args.out))
+    summary = {**result.to_dict(), "outputs": [str(p) for p in paths],
+               "tuning_prompts": len(tuning), "seconds": round(time.perf_counter() - start, 1)}
+    if args.json:
+        print(json.dumps(summary, default=str))
+    else:
+        rec = result.recommended
+        print(f"\nrecommended for {target.describe()}: tau_accept {rec['tau_accept']}, tau_slim {rec['tau_slim']}, "
+              f"gamma {rec['gamma']}, signal {rec['draft_signal']}, drafter {rec['drafter']} "
+              f"({rec['draft_route']}), slim route {rec['slim_route']}")
+        print(f"  tuning prompts:      speed-up {rec[SPEED]:.2f}x (modelled), words differing "
+              f"{rec['words_differing']:.3f}, agreement {rec['agreement']:.3f}")
+        if result.held_apart:
+            h = result.held_apart
+            measured = (f", measured {h['measured_speedup_median']:.2f}x (median)"
+                        if h.get("measured_speedup_median") is not None else "")
+            print(f"  held-apart prompts:  speed-up {h[SPEED]:.2f}x (modelled){measured}, words differing "
+                  f"{h['words_differing']:.3f}, agreement {h['agreement']:.3f}")
+        print("Pareto front:")
+        print(result.front[["tau_accept", "tau_slim", "gamma", SPEED, "words_differing", "agreement"]]
+              .to_string(index=False))
+        print("wrote", ", ".join(str(p) for p in paths))
+    return summary
+
+
+if __name__ == "__main__":
+    main()
