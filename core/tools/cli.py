@@ -7,6 +7,7 @@ import os
 import sys
 import time
 
+from core.analysis.fidelity import numerics_split
 from core.analysis.metrics import measured_speedup, summarize
 from core.config import COPY_EVIDENCE, DRAFTERS, LOOKUP_PRESET, PRESETS, DecodeConfig, preset
 from core.decoding.confidence import SIGNALS
@@ -141,6 +142,9 @@ def main(argv: list[str] | None = None) -> int:
         print(render(trace, color) + "\n")
     print(legend(color) + "\n")
     print(metrics_table(traces))
+    splits = [f"{name} {split}" for name, t in traces.items() if (split := numerics_split(t))]
+    if splits:
+        print("words differing from plain greedy, split: " + "; ".join(splits))
     print("\nmeasured = wall clock on this machine; modelled = accelerator cost model (core/decoding/cost.py)")
     print(why_lines(costs, traces, bundle.drafter.model if bundle.drafter is not None else None))
     if args.json:
