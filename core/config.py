@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 
 from core.decoding.confidence import SIGNALS
 from core.decoding.policies import check_alpha
@@ -94,6 +94,13 @@ class DecodeConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> DecodeConfig:
+        """A config from a dict over the defaults (a trace's JSON, a walkthrough file, an old download): unknown
+        keys are ignored, JSON lists become the tuples they were; not validated (validate() says what is wrong)."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known})
 
     def validate(self) -> DecodeConfig:
         """Raise ConfigError with one clear sentence for the first bad setting (of any type)."""

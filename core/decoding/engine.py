@@ -48,12 +48,13 @@ import torch
 from core.config import DecodeConfig
 from core.decoding.confidence import confidences
 from core.decoding.cost import CostModel
+from core.decoding.cost_profiles import CostProfile
 from core.decoding.drafters import Draft, Drafter, ModelDrafter, PromptLookupDrafter
 from core.decoding.layer_routes import resolve_route
 from core.decoding.policies import RULES
 from core.decoding.sampling import ExactRule, Sampler, Verdict
 from core.decoding.scorer import Scorer, ScorerCall
-from core.decoding.tiers import Outcome, Reason, Routing, Tier, assign_tier, fires, outcome_of
+from core.decoding.tiers import Audit, Outcome, Reason, Routing, Tier, Why, assign_tier, fires, outcome_of
 from core.decoding.timing import Stopwatch
 from core.errors import ConfigError
 from core.models.loading import ModelBundle
@@ -159,14 +160,16 @@ def verification_rule(config: DecodeConfig, sampler: Sampler) -> object:
 class _Decoder:
     """The state of one run: the three scorers, the drafter, the rule and the cost of each call."""
 
-    def __init__(self, bundle: ModelBundle, config: DecodeConfig, replay: bool) -> None:
+    def __init__(self, bundle: ModelBundle, config: DecodeConfig, replay: bool, prompt_tokens: int = 0,
+                 profile: CostProfile | str | None = None) -> None:
         self.config = config.validate()
+        self.prompt_tokens = prompt_tokens
         verifier = bundle.verifier
         self.replay = replay
         self.pieces = _TextPieces(verifier.tokenizer)
         self.generated = 0  # tokens emitted so far: the next record's position
         self.memo = bundle.memo
-        self.cost = CostModel(verifier.model)
+        self.cost = CostModel(verifier.model, profile)
         self.sampler = Sampler(config.temperature, config.top_p, config.seed)
         self.rule = verification_rule(config, self.sampler)
         self.stop_ids = stop_token_ids(verifier.model, verifier.tokenizer)
@@ -175,9 +178,9 @@ class _Decoder:
         self.drafter: Drafter | None = self._make_drafter(bundle)
         self.tau_accept, self.tau_slim = config.effective_thresholds()
         self.slim_gate = SlimGate(config.slim_min_hit_rate)
-        # Under copy_evidence "audit": (sequence position, token) of each token tiers 1 and 2 kept that no full
-        # pass has seen yet, a suffix of the output. All are copies: a copy's proposal is one-hot (p None).
-        self.awaiting: list[tuple[int, int]] = []
+        # Under copy_evidence "audit": the record of each token tiers 1 and 2 kept that no full pass has seen
+        # yet, a suffix of the output. All are copies: a copy's proposal is one-hot (p None).
+        self.awaiting: list[TokenRecord] = []
         self.kept_copies = 0  # rounds in a row in which the full model kept a whole copy (audit's trust signal)
 
     def _scorer(self, role: str, loaded: object, route_spec: object) -> Scorer:
@@ -239,14 +242,15 @@ class _Decoder:
             if routing.tier is Tier.FULL and (cut := self._audit(index, round_, records, n, full, slim)):
                 return cut  # the full pass runs now: it audited the kept copies first and refused one
             if routing.tier is Tier.DRAFT:  # tier 1: trusted as drafted
-                verdict = Verdict(True, token, "draft trusted, no verifier ran")
+                verdict = Verdict(True, token, Why.TRUSTED)
             elif routing.tier is Tier.SLIM:  # tier 2: the slim verifier decides
                 verdict = self.rule.judge(slim.q(j), token, draft.p(j), slim.best(j))
             else:  # tier 3: the full verifier decides
                 verdict = self.rule.judge(full.q(j), token, draft.p(j), full.best(j))
             records.append(self._token(index, verdict, routing, draft, slim, full, j))
             if routing.tier is not Tier.FULL and self._audited(draft):
-                self.awaiting.append((n + j, verdict.token))
+                records[-1].audit = Audit.TRUSTED.value
+                self.awaiting.append(records[-1])
             round_.accepted += verdict.accepted
             if not verdict.accepted or verdict.token in self.stop_ids:
                 break
@@ -256,7 +260,7 @@ class _Decoder:
                 if cut := self._audit(index, round_, records, n, full, slim):
                     return cut
                 j = len(draft)
-                bonus = Verdict(False, self.sampler.pick(full.q(j)), "full verifier's own next token")
+                bonus = Verdict(False, self.sampler.pick(full.q(j)), Why.OWN_TOKEN)
                 routing = Routing(Tier.FULL, Reason.BONUS if draft.tokens else Reason.NO_DRAFT)
                 records.append(self._token(index, bonus, routing, draft, slim, full, j))
         if self.awaiting and (len(records) >= budget or records[-1].token_id in self.stop_ids):  # none ends unaudited
@@ -278,11 +282,16 @@ class _Decoder:
         up over them anyway; the draft starts at sequence position n). None when all stand (nothing awaits
         any more); else the round's result after cutting back to the first refused (`_roll_back`)."""
         waiting, self.awaiting = self.awaiting, []
-        for position, token in waiting:
-            verdict = self.rule.judge(full.q(position - n), token, None, full.best(position - n))
+        for k, record in enumerate(waiting):
+            position = self.prompt_tokens + record.position
+            verdict = self.rule.judge(full.q(position - n), record.token_id, None, full.best(position - n))
+            record.audit_round = index
             if not verdict.accepted:
-                correction = Verdict(False, verdict.token, f"audit refused a trusted copy ({verdict.why})")
-                return self._roll_back(index, round_, records, position, correction, n, full, slim.ran)
+                record.audit = Audit.REFUSED.value
+                for later in waiting[k + 1:]:
+                    later.audit, later.audit_round = Audit.CUT.value, index
+                return self._roll_back(index, round_, records, position, verdict, n, full, slim.ran)
+            record.audit = Audit.AUDITED.value
         return None
 
     def _roll_back(self, index: int, round_: RoundRecord, records: list[TokenRecord], position: int,
@@ -341,13 +350,17 @@ class _Decoder:
         return TokenRecord(
             position=self.generated - 1, token_id=verdict.token, text=self.pieces.add(verdict.token),
             round=index, tier=int(routing.tier), outcome=outcome.value, reason=routing.reason.value,
-            verdict=verdict.why, draft_confidence=draft_confidence, slim_confidence=slim_confidence,
+            verdict=verdict.why.value, draft_confidence=draft_confidence, slim_confidence=slim_confidence,
             full_confidence=full_confidence)
 
     def _call(self, scorer: Scorer, call: ScorerCall) -> CallRecord:
+        """The call's record, priced once here by the run's profile; a prefill's prompt part is priced apart."""
+        units = self.cost.cost_units(scorer.model, scorer.route, call.tokens_processed)
+        beyond_prompt = max(1, call.tokens_processed - self.prompt_tokens + 1)
+        prefill = units - self.cost.cost_units(scorer.model, scorer.route, beyond_prompt) if call.prefill else 0.0
         return CallRecord(role=scorer.role, tokens_processed=call.tokens_processed, layers=call.layers,
-                          cost_units=self.cost.cost_units(scorer.model, scorer.route, call.tokens_processed),
-                          wall_s=call.wall_s, from_memo=call.from_memo)
+                          cost_units=units, wall_s=call.wall_s, from_memo=call.from_memo, prefill=call.prefill,
+                          prefill_units=prefill)
 
     def models_info(self, bundle: ModelBundle) -> dict:
         return {
@@ -385,19 +398,21 @@ class _TextPieces:
 
 
 def iter_generate(bundle: ModelBundle, prompt: str, config: DecodeConfig, *, replay: bool = True,
-                  should_stop: Callable[[], bool] | None = None,
-                  time_budget_s: float | None = None) -> Iterator[Trace]:
+                  should_stop: Callable[[], bool] | None = None, time_budget_s: float | None = None,
+                  profile: CostProfile | str | None = None) -> Iterator[Trace]:
     """Run one generation, yielding the growing trace after every round (for streaming UIs).
 
     `replay=True` lets predictions come from the bundle's memo (exactly the same tokens, no wall
     time); `replay=False` runs every forward pass for real, for honest timing. `trace.wall_s` counts
     decoding only, not the time the consumer spends between yields. A run stopped by `should_stop`
-    or past `time_budget_s` ends with its partial trace (`trace.partial`).
+    or past `time_budget_s` ends with its partial trace (`trace.partial`). Every call is priced once, by
+    `profile` (a name in core/profiles, a CostProfile; None: the modelled accelerator).
     """
-    decoder = _Decoder(bundle, config, replay)
     prompt_ids = encode_prompt(bundle.verifier.tokenizer, prompt, config.chat_template)
-    trace = Trace(prompt=prompt, prompt_token_count=len(prompt_ids), config=config.to_dict(),
-                  models=decoder.models_info(bundle))
+    decoder = _Decoder(bundle, config, replay, len(prompt_ids), profile)
+    trace = Trace(prompt=prompt, prompt_token_count=len(prompt_ids), config=decoder.config,
+                  models=decoder.models_info(bundle), cost_profile=decoder.cost.profile.name,
+                  prefill_units=decoder.cost.plain_cost(len(prompt_ids), 1))
     tokens = list(prompt_ids)
     started = time.monotonic()
     while len(trace.tokens) < config.max_new_tokens:
@@ -419,7 +434,8 @@ def iter_generate(bundle: ModelBundle, prompt: str, config: DecodeConfig, *, rep
         tokens.extend(r.token_id for r in records)
         trace.rounds.append(round_)
         trace.wall_s += round_.wall_s
-        trace.plain_cost_units = decoder.cost.plain_cost(len(prompt_ids), len(trace.tokens))
+        trace.plain_cost_units = trace.plain_cost_after(len(trace.tokens))
+        trace.equals_full_greedy, trace.cost_label = trace.exact_by_construction(), decoder.cost.label
         if tokens[-1] in decoder.stop_ids:
             trace.stop_reason = "eos"
             break
@@ -431,10 +447,10 @@ def iter_generate(bundle: ModelBundle, prompt: str, config: DecodeConfig, *, rep
 
 def generate(bundle: ModelBundle, prompt: str, config: DecodeConfig, *, replay: bool = True,
              fidelity: bool = False, should_stop: Callable[[], bool] | None = None,
-             time_budget_s: float | None = None) -> Trace:
+             time_budget_s: float | None = None, profile: CostProfile | str | None = None) -> Trace:
     """Run one generation to the end and return its trace (optionally with fidelity measured)."""
     *_, trace = iter_generate(bundle, prompt, config, replay=replay, should_stop=should_stop,
-                              time_budget_s=time_budget_s)
+                              time_budget_s=time_budget_s, profile=profile)
     if fidelity:
         from core.analysis.fidelity import attach_fidelity  # fidelity does not import the engine: no cycle
 

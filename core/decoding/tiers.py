@@ -1,8 +1,9 @@
 """The tier vocabulary and the pure routing rule; the engine's round applies it token by token.
 
 Every name a trace, a chart or a caption uses for "who decided" and "why" is defined here once:
-`Tier` (who), `Outcome` (what it did) and `Reason` (why that tier, recorded by the engine so that
-nobody downstream re-derives it from confidences and thresholds).
+`Tier` (who), `Outcome` (what it did), `Reason` (why that tier), `Why` (what the deciding rule said)
+and `Audit` (where a copy kept on trust stands), all recorded by the engine so that nobody downstream
+re-derives them from confidences and thresholds.
 """
 
 from __future__ import annotations
@@ -52,6 +53,33 @@ class Reason(_Word):
     STOP_TOKEN = "stop-token"  # tier 3: a stop token skips tier 1 (it would end the answer unverified)
     BONUS = "bonus"  # tier 3: the full pass's own next token after a fully kept draft
     NO_DRAFT = "no-draft"  # tier 3: nothing was drafted (plain decoding, or no prompt-lookup match)
+
+
+class Why(_Word):
+    """What the deciding rule said about a token (recorded per token as `TokenRecord.verdict`)."""
+
+    ARGMAX = "argmax"  # the verifier's own top choice: kept by every rule
+    ARGMAX_DIFFERS = "argmax differs"  # exact, greedy: the verifier's top choice replaces the draft
+    RATIO_KEPT = "accepted w.p. min(1, q/p)"  # sampling, target q: speculative rejection sampling kept it
+    RESAMPLED = "resampled from max(0, q - p)"  # sampling: replaced from the residual
+    TRUSTED = "draft trusted, no verifier ran"  # tier 1
+    OWN_TOKEN = "full verifier's own next token"  # a bonus, or the only token of a round with no draft
+    WITHIN_ROLLBACK = "within rollback"  # BiLD: not the argmax, but -log q(x) <= rollback threshold
+    ROLLED_BACK = "rolled back"  # BiLD: -log q(x) > rollback: replaced by the verifier's choice
+    NOT_DEFERRED = "not deferred: draft kept"  # cascade: pi = p, so the draft stands
+    NOT_DEFERRED_REPLACED = "not deferred: drafter's argmax"  # cascade, greedy, draft was not p's argmax
+    DEFERRED_KEPT = "deferred: argmax"  # cascade: pi = q and the draft is q's argmax
+    DEFERRED_REPLACED = "deferred: argmax differs"  # cascade: pi = q and the draft is not q's argmax
+
+
+class Audit(_Word):
+    """Where a token stands with the audit of copies kept on trust (copy_evidence "audit"; recorded per token)."""
+
+    NONE = "none"  # not kept on trust: a verifier decided it before it was kept (or nothing is audited)
+    TRUSTED = "trusted"  # kept on trust; the full model's audit is still pending
+    AUDITED = "audited"  # kept on trust; a later full pass audited it and it stands
+    REFUSED = "refused"  # kept on trust; the full model refused it: cut from the output (Trace.rolled_back)
+    CUT = "cut"  # cut from the output with an earlier copy the audit refused (Trace.rolled_back)
 
 
 OUTCOME_TIER = {

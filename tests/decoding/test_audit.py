@@ -15,7 +15,7 @@ from core import DecodeConfig, generate, summarize
 from core.decoding import engine
 from core.decoding.drafters import PromptLookupDrafter
 from core.decoding.engine import TRUST_AFTER, _Decoder
-from core.decoding.tiers import Reason, Tier
+from core.decoding.tiers import Audit, Reason, Tier, Why
 from core.errors import ConfigError
 from core.trace import Trace
 
@@ -146,3 +146,39 @@ def test_tier_two_can_be_switched_off_under_any_tau_accept_and_the_span_is_check
         DecodeConfig(tau_accept=0.3, tau_slim=0.9).validate()
     with pytest.raises(ConfigError, match="audit_span"):
         AUDIT.with_(audit_span=0).validate()
+
+
+@pytest.mark.parametrize("span", [1, 4, 32])
+def test_each_token_records_its_audit_state_and_the_round_that_audited_or_cut_it(bundle, span):
+    """Record once: the engine stamps every copy kept on trust with its audit (no reader re-derives it)."""
+    trace = generate(bundle, PROMPT, AUDIT.with_(audit_span=span), replay=False)
+    assert trace.stop_reason in ("eos", "max_new_tokens") and trace.rolled_back
+    for t in trace.tokens:  # a finished answer: every copy kept on trust was audited, by a later or its own round
+        assert t.audit == (Audit.AUDITED if t.tier != Tier.FULL else Audit.NONE)
+        assert (t.audit_round is not None and t.audit_round >= t.round) == (t.audit == Audit.AUDITED)
+    corrections = {t.round: t for t in trace.tokens if t.reason == Reason.AUDIT_REFUSED}
+    for t in trace.rolled_back:  # a cut token: the refused copy first, then what was cut with it, all by one round
+        assert t.audit in (Audit.REFUSED, Audit.CUT) and t.audit_round in corrections
+        assert t.audit_at(t.audit_round - 1) == Audit.TRUSTED and t.audit_at(t.audit_round) == t.audit
+    for round_index in corrections:
+        cut = [t for t in trace.rolled_back if t.audit_round == round_index]
+        assert cut[0].audit == Audit.REFUSED and all(t.audit == Audit.CUT for t in cut[1:])
+        assert cut[0].position == corrections[round_index].position  # the correction took the refused copy's place
+        assert sum(t.round < round_index for t in cut) == trace.rounds[round_index].rolled_back
+    assert all(t.verdict in {w.value for w in Why} for t in trace.tokens + trace.rolled_back)
+    assert trace.equals_full_greedy
+
+
+def test_a_run_stopped_before_its_audit_records_pending_copies_and_is_not_exact(bundle):
+    for stop_after in range(2, 40):  # the first stop that leaves copies waiting for their audit
+        rounds = iter(range(1000))
+        trace = generate(bundle, PROMPT, AUDIT.with_(audit_span=32, tau_accept=0.0), replay=True,
+                         should_stop=lambda: next(rounds) >= stop_after)  # noqa: B023 (used at once)
+        pending = [t for t in trace.tokens if t.audit == Audit.TRUSTED]
+        if pending:
+            break
+    assert trace.partial and pending, "no copy was pending when the run stopped"
+    assert all(t.audit_round is None and t.tier != Tier.FULL for t in pending)
+    assert not trace.equals_full_greedy and not trace.exact_by_construction()
+    assert not generate(bundle, PROMPT, AUDIT.with_(copy_evidence="statistic", tau_accept=0.0),
+                        replay=False).equals_full_greedy  # copies kept on the statistic alone, never audited
