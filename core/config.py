@@ -156,7 +156,7 @@ LOOKUP_PRESET = DecodeConfig(mode="via", drafter="ngram", gamma=16, tau_accept=0
                              copy_evidence="audit", audit_span=32, draft_stop_below=0.5, max_new_tokens=96)
 """VIA-SD with prompt lookup as recommended for tasks whose answer reuses the input (the app opens on
 it): copies matching the last 3 tokens with one known continuation are kept on trust once the full
-model has kept whole copies (core.decoding.engine.TRUST_AFTER) and are audited by its next pass (output
+model has kept whole copies (core.decoding.adaptive.TRUST_AFTER) and are audited by its next pass (output
 exact); copies scoring under 0.5 are not worth a verifier's time; tier 2 is off (no slim route of
 this model is cheap and precise). Chosen from `python -m core.benchmark` (README, issue 7 section)."""
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from core.decoding.tiers import Audit
 from core.trace import TokenRecord
 
 TRUST_AFTER = 2
@@ -73,6 +74,8 @@ class CopyAudit:
         return len(self.waiting) >= self.span
 
     def keep(self, position: int, record: TokenRecord) -> None:
+        """A token kept on trust at sequence `position`: recorded as such until its audit."""
+        record.audit = Audit.TRUSTED.value
         self.waiting.append((position, record))
 
     def take(self) -> list[tuple[int, TokenRecord]]:

@@ -1,4 +1,4 @@
-"""The tier vocabulary and the pure routing rule; the engine's round applies it token by token.
+"""The tier vocabulary and the pure tier rule (`decide_tier`); the engine's round applies it token by token.
 
 Every name a trace, a chart or a caption uses for "who decided" and "why" is defined here once:
 `Tier` (who), `Outcome` (what it did), `Reason` (why that tier), `Why` (what the deciding rule said)
@@ -107,8 +107,8 @@ REASON_TIER = {
 
 
 @dataclass(frozen=True)
-class Routing:
-    """The routing rule's answer for one draft token: the tier that decides it, and why."""
+class TierDecision:
+    """The tier rule's answer for one draft token: the tier that decides it, and why."""
 
     tier: Tier
     reason: Reason
@@ -119,17 +119,42 @@ def fires(confidence: float, threshold: float) -> bool:
     return threshold < 1.0 and confidence >= threshold
 
 
-def assign_tier(draft_confidence: float, slim_confidence: Callable[[], float], tau_accept: float,
-                tau_slim: float, *, full_already_ran: bool, stop_token: bool = False) -> Routing:
-    """Route one draft token. `slim_confidence` is called only when tier 2 is consulted,
-    because computing it means running the slim verifier."""
+def decide_tier(draft_confidence: float, slim_confidence: Callable[[], float], tau_accept: float, tau_slim: float,
+                *, full_already_ran: bool, stop_token: bool = False, copy: bool = False,
+                copy_evidence: str = "statistic", slim_agreement: Callable[[], float] | None = None,
+                copies_trusted: bool = True, slim_open: bool = True, audit_due: bool = False) -> TierDecision:
+    """The whole tier rule for one draft token: nothing after it changes its answer.
+
+    Inputs: the drafter's confidence; the slim verifier's confidence in its own choice, a callable
+    run only when tier 2 is consulted (it means running the slim pass); the thresholds; whether the
+    full pass already ran this round (its verdicts are then free); whether the token is a stop token
+    (never kept unverified); whether it is a copy (prompt lookup: its confidence is a statistic of the
+    text) and what model evidence a copy needs for tier 1 (`copy_evidence`, core.config.COPY_EVIDENCE:
+    "slim" = the slim verifier's probability of the copied token, `slim_agreement`, must also reach
+    tau_accept; "audit" = copies must be trusted, `copies_trusted`; "verifier" = never; "statistic" =
+    none); whether the slim gate lets tier 2 run this round (`slim_open`); and, for a copy the audit
+    would keep on trust, whether `audit_span` copies already wait (`audit_due`: the full pass runs now).
+    """
     if full_already_ran:
-        return Routing(Tier.FULL, Reason.FREE_VERDICT)
-    if not stop_token and fires(draft_confidence, tau_accept):  # a stop token ends the answer: never unverified
-        return Routing(Tier.DRAFT, Reason.DRAFT_CONFIDENT)
-    if tau_slim < 1.0 and fires(slim_confidence(), tau_slim):  # check first: scoring runs the slim verifier
-        return Routing(Tier.SLIM, Reason.SLIM_CONFIDENT)
-    return Routing(Tier.FULL, Reason.STOP_TOKEN if stop_token else Reason.NOT_CONFIDENT)
+        return TierDecision(Tier.FULL, Reason.FREE_VERDICT)
+    confident = fires(draft_confidence, tau_accept)
+    if confident and copy:  # a copy's statistic counts only with the model evidence copy_evidence asks for
+        if copy_evidence == "slim":
+            confident = slim_open and slim_agreement is not None and fires(slim_agreement(), tau_accept)
+        elif copy_evidence != "statistic":
+            confident = copy_evidence == "audit" and copies_trusted
+    on_trust = copy and copy_evidence == "audit"  # kept provisionally: the full model audits it later
+    if confident and not stop_token:  # a stop token ends the answer: never unverified
+        return TierDecision(Tier.FULL, Reason.AUDIT_DUE) if on_trust and audit_due else \
+            TierDecision(Tier.DRAFT, Reason.DRAFT_CONFIDENT)
+    if slim_open and tau_slim < 1.0 and fires(slim_confidence(), tau_slim):  # check first: scoring runs the pass
+        return TierDecision(Tier.FULL, Reason.AUDIT_DUE) if on_trust and audit_due else \
+            TierDecision(Tier.SLIM, Reason.SLIM_CONFIDENT)
+    if stop_token:
+        return TierDecision(Tier.FULL, Reason.STOP_TOKEN)
+    if copy and fires(draft_confidence, tau_accept):  # the statistic alone would have passed tier 1
+        return TierDecision(Tier.FULL, Reason.COPY_NEEDS_EVIDENCE)
+    return TierDecision(Tier.FULL, Reason.NOT_CONFIDENT)
 
 
 def outcome_of(tier: Tier, accepted: bool) -> Outcome:

@@ -12,9 +12,9 @@ from test_engine import assert_follows_the_full_model, greedy_without_cache
 from tiny import tiny_bundle
 
 from core import DecodeConfig, generate, summarize
-from core.decoding import engine
+from core.decoding import adaptive
+from core.decoding.adaptive import TRUST_AFTER, CopyAudit
 from core.decoding.drafters import PromptLookupDrafter
-from core.decoding.engine import TRUST_AFTER, _Decoder
 from core.decoding.tiers import Audit, Reason, Tier, Why
 from core.errors import ConfigError
 from core.trace import Trace
@@ -34,7 +34,7 @@ def bundle():
 def trust_sooner(monkeypatch):
     """The mechanism tests trust a copy after one whole copy kept (this random model rarely keeps two in a
     row); the trust-signal test below uses the engine's own TRUST_AFTER."""
-    monkeypatch.setattr(engine, "TRUST_AFTER", 1)
+    monkeypatch.setattr(adaptive, "TRUST_AFTER", 1)
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +58,7 @@ def test_audited_copies_reproduce_plain_greedy_decoding(bundle, plain, tau_accep
 def test_copies_are_trusted_only_after_the_full_model_kept_whole_copies(bundle, monkeypatch):
     """The audit's trust signal is model evidence: after a refusal, copies are verified again until the
     full model has kept a whole copy in TRUST_AFTER rounds in a row."""
-    monkeypatch.setattr(engine, "TRUST_AFTER", TRUST_AFTER)
+    monkeypatch.setattr(adaptive, "TRUST_AFTER", TRUST_AFTER)
     assert TRUST_AFTER >= 2
     trace = generate(bundle, PROMPT, AUDIT.with_(tau_accept=0.0))
     refused_rounds = {t.round for t in trace.tokens if t.reason == Reason.AUDIT_REFUSED}
@@ -116,13 +116,7 @@ def test_audited_copies_sample_from_the_full_model(bundle, monkeypatch):
     """Every copy trusted (tau_accept 0, trust granted from the first round so that every seed
     exercises the audit), three tokens: each position follows the full model's distribution, as a
     deterministic proposal judged by rejection sampling should."""
-    start = _Decoder.__init__
-
-    def trusting(self, *args, **kwargs):
-        start(self, *args, **kwargs)
-        self.kept_copies = 2**20
-
-    monkeypatch.setattr(_Decoder, "__init__", trusting)
+    monkeypatch.setattr(CopyAudit, "trusted", property(lambda self: True))
     temperature = 1.0
     config = AUDIT.with_(tau_accept=0.0, audit_span=64, max_new_tokens=3, temperature=temperature)
     traces = [generate(bundle, PROMPT, config.with_(seed=seed)) for seed in range(1500)]
