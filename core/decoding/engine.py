@@ -47,7 +47,7 @@ from core.config import DecodeConfig
 from core.decoding.adaptive import CopyAudit, SlimGate
 from core.decoding.cost import CostModel
 from core.decoding.cost_profiles import CostProfile
-from core.decoding.drafters import Draft, Drafter, ModelDrafter, PromptLookupDrafter
+from core.decoding.drafters import Draft, Drafter, HybridDrafter, ModelDrafter, PromptLookupDrafter
 from core.decoding.layer_routes import resolve_route
 from core.decoding.policies import RULES
 from core.decoding.rounds import Output, RoundResult
@@ -155,11 +155,13 @@ class _Decoder:
         return decide_tier(draft.confidences[j], lambda: slim.confidence(j), self.tau_accept, self.tau_slim,
                            full_already_ran=full.ran, stop_token=token in self.stop_ids, copy=draft.probs is None,
                            copy_evidence=self.config.copy_evidence, slim_agreement=lambda: float(slim.q(j)[token]),
-                           copies_trusted=self.audit.trusted, slim_open=slim_open, audit_due=self.audit.due)
+                           copies_trusted=self.audit.trusted, slim_open=slim_open, on_trust=self._on_trust(draft),
+                           audit_due=self.audit.due)
 
     def _on_trust(self, draft: Draft) -> bool:
-        """Whether tiers 1 and 2 keep this round's tokens provisionally, for the full model to audit later."""
-        return draft.probs is None and self.config.copy_evidence == "audit"
+        """Whether tiers 1 and 2 keep this round's tokens provisionally, for the full model to audit later: copies
+        under copy_evidence "audit", and a model's drafts too when greedy (the audit is then an argmax match: exact)."""
+        return self.config.copy_evidence == "audit" and (draft.probs is None or self.sampler.greedy)
 
     def _audit(self, result: RoundResult, n: int, full: VerifierPass, slim: VerifierPass) -> bool:
         """The full pass (which covers every waiting copy: its KV cache catches up over them anyway; the draft
@@ -219,9 +221,9 @@ def _make_drafter(decoder: _Decoder, bundle: ModelBundle) -> Drafter | None:
         return None
     if c.drafter == "ngram":
         return PromptLookupDrafter(c.ngram_size, c.draft_stop_below)
-    if c.drafter == "model":
+    if c.drafter in ("model", "hybrid"):
         if bundle.drafter is None:
-            raise ConfigError("drafter 'model' needs a separate drafter model: load one with the bundle")
+            raise ConfigError(f"drafter '{c.drafter}' needs a separate drafter model: load one with the bundle")
         scorer = decoder._scorer("drafter", bundle.drafter, "full")
         description = bundle.drafter.name
     else:
@@ -229,8 +231,9 @@ def _make_drafter(decoder: _Decoder, bundle: ModelBundle) -> Drafter | None:
         description = f"self ({scorer.route.describe()})"
     head = bundle.verifier.model.get_output_embeddings()
     vocab = int(head.weight.shape[0]) if head is not None else None
-    return ModelDrafter(scorer, decoder.sampler, c.draft_signal, decoder.stop_ids, description, c.draft_stop_below,
-                        vocab_size=vocab)
+    drafter = ModelDrafter(scorer, decoder.sampler, c.draft_signal, decoder.stop_ids, description,
+                           c.draft_stop_below, vocab_size=vocab)
+    return HybridDrafter(PromptLookupDrafter(c.ngram_size), drafter) if c.drafter == "hybrid" else drafter
 
 
 def models_info(decoder: _Decoder, bundle: ModelBundle) -> dict:

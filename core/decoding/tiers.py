@@ -122,7 +122,8 @@ def fires(confidence: float, threshold: float) -> bool:
 def decide_tier(draft_confidence: float, slim_confidence: Callable[[], float], tau_accept: float, tau_slim: float,
                 *, full_already_ran: bool, stop_token: bool = False, copy: bool = False,
                 copy_evidence: str = "statistic", slim_agreement: Callable[[], float] | None = None,
-                copies_trusted: bool = True, slim_open: bool = True, audit_due: bool = False) -> TierDecision:
+                copies_trusted: bool = True, slim_open: bool = True, on_trust: bool = False,
+                audit_due: bool = False) -> TierDecision:
     """The whole tier rule for one draft token: nothing after it changes its answer.
 
     Inputs: the drafter's confidence; the slim verifier's confidence in its own choice, a callable
@@ -132,8 +133,10 @@ def decide_tier(draft_confidence: float, slim_confidence: Callable[[], float], t
     text) and what model evidence a copy needs for tier 1 (`copy_evidence`, core.config.COPY_EVIDENCE:
     "slim" = the slim verifier's probability of the copied token, `slim_agreement`, must also reach
     tau_accept; "audit" = copies must be trusted, `copies_trusted`; "verifier" = never; "statistic" =
-    none); whether the slim gate lets tier 2 run this round (`slim_open`); and, for a copy the audit
-    would keep on trust, whether `audit_span` copies already wait (`audit_due`: the full pass runs now).
+    none); whether the slim gate lets tier 2 run this round (`slim_open`); whether tiers 1 and 2 keep the
+    token only on trust, for the full model's next pass to audit (`on_trust`: copies under "audit", and a
+    greedy model draft under "audit"), and then whether `audit_span` tokens already wait (`audit_due`:
+    the full pass runs now).
     """
     if full_already_ran:
         return TierDecision(Tier.FULL, Reason.FREE_VERDICT)
@@ -143,7 +146,6 @@ def decide_tier(draft_confidence: float, slim_confidence: Callable[[], float], t
             confident = slim_open and slim_agreement is not None and fires(slim_agreement(), tau_accept)
         elif copy_evidence != "statistic":
             confident = copy_evidence == "audit" and copies_trusted
-    on_trust = copy and copy_evidence == "audit"  # kept provisionally: the full model audits it later
     if confident and not stop_token:  # a stop token ends the answer: never unverified
         return TierDecision(Tier.FULL, Reason.AUDIT_DUE) if on_trust and audit_due else \
             TierDecision(Tier.DRAFT, Reason.DRAFT_CONFIDENT)

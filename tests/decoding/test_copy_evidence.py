@@ -25,6 +25,7 @@ def never() -> float:
 
 def copy_rule(statistic: float, evidence: str, agreement=never, **facts) -> TierDecision:
     """The tier rule for a copy whose statistic is `statistic` (tau_accept 0.5, tier 2 off)."""
+    facts.setdefault("on_trust", evidence == "audit")  # the engine's: copies under "audit" are kept on trust
     return decide_tier(statistic, never, 0.5, 1.0, full_already_ran=facts.pop("full_already_ran", False), copy=True,
                        copy_evidence=evidence, slim_agreement=agreement, **facts)
 
