@@ -60,7 +60,7 @@ class RoundRecord:
 
     index: int
     draft_tokens: list[int]
-    accepted: int  # draft tokens kept
+    accepted: int  # draft tokens kept when this round judged them (an audit may cut some later; metrics.py)
     emitted: int  # tokens appended this round (kept drafts + a regenerated, corrected or bonus token)
     rolled_back: int = 0  # earlier tokens this round's audit cut from the output (copy_evidence "audit")
     calls: list[CallRecord] = field(default_factory=list)

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.analysis.metrics import summarize
+from core.analysis.metrics import judged_drafts, summarize
 from core.decoding.cost import CostModel
-from core.decoding.layer_routes import decoder_layers
+from core.decoding.routed_layers import decoder_layers
 from core.decoding.tiers import Outcome
 from core.trace import Trace
 
@@ -100,8 +100,7 @@ def run_point(trace: Trace) -> RunPoint | None:
     drafted = sum(r.drafted for r in rounds)
     if not drafted:
         return None
-    kept = sum(r.accepted for r in rounds)
-    refused = sum(t.outcome in (Outcome.SLIM_REGENERATE.value, Outcome.FULL_CORRECT.value) for t in trace.tokens)
+    kept, refused = judged_drafts(trace)  # judged on one basis (core.analysis.metrics)
     direct = sum(t.outcome == Outcome.DIRECT_ACCEPT.value for t in trace.tokens)
 
     def units(role: str) -> float:

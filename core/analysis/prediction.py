@@ -1,6 +1,6 @@
 """The live tier-share prediction: the engine's own rule, replayed on teacher-forced signals (no model call).
 
-Every position of a measured text (core.analysis.reliability.measure) is routed by the one tier rule
+Every position of a measured text (core.analysis.reliability.measure) is decided by the one tier rule
 the engine uses, `core.decoding.tiers.decide_tier`, with the same inputs: copy evidence for a
 prompt-lookup draft, the audit (copies kept on trust, the trust signal, the audit span) and the slim
 gate, their state kept by the engine's own objects (core.decoding.adaptive). Rounds are those of a

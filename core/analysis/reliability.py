@@ -25,7 +25,8 @@ from core.decoding.confidence import SIGNALS, confidences
 from core.decoding.cost import CostModel
 from core.decoding.drafters import PromptLookupDrafter
 from core.decoding.engine import generate
-from core.decoding.layer_routes import LayerRoute, resolve_route, routed
+from core.decoding.layer_routes import LayerRoute, resolve_route
+from core.decoding.routed_layers import routed
 from core.models.loading import ModelBundle
 from core.models.prompting import encode_prompt, stop_token_ids
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import torch
 
 from core.decoding.cost_profiles import CostProfile, ModelCosts, accelerator_costs, load_profile
-from core.decoding.layer_routes import LayerRoute, decoder_layers
+from core.decoding.layer_routes import LayerRoute
+from core.decoding.routed_layers import decoder_layers
 from core.trace import Trace
 
 

@@ -1,4 +1,4 @@
-"""A `Scorer` is one model at one routing depth with its own KV cache: the unit that costs time.
+"""A `Scorer` is one model under one layer route with its own KV cache: the unit that costs time.
 
 VIA-SD has three of them over the same weights (self-drafter, slim verifier, full verifier), or two
 plus a separate drafter model. A scorer answers "what does this model predict after each of these
@@ -24,8 +24,9 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
-from core.decoding.layer_routes import LayerRoute, routed
+from core.decoding.layer_routes import LayerRoute
 from core.decoding.memo import PredictionMemo, memo_key
+from core.decoding.routed_layers import routed
 from core.decoding.timing import Stopwatch
 
 

@@ -23,9 +23,9 @@ from core.decoding.layer_routes import (
     resolve_route,
     route_from_dict,
     route_to_dict,
-    routed,
     with_sublayer_skips,
 )
+from core.decoding.routed_layers import routed
 from core.errors import RoutingError
 
 
