@@ -223,3 +223,22 @@ def test_stopwatch_synchronises_only_the_cuda_device_it_times(monkeypatch):
     with Stopwatch("cuda:1"):
         pass
     assert synced == [torch.device("cuda:1")] * 2
+
+
+def test_a_trace_config_is_typed_and_old_json_with_a_dict_config_still_loads():
+    old = {"prompt": "p", "prompt_token_count": 3, "config": {"mode": "sd", "slim_route": [0, 1, 5], "gone": 1},
+           "models": {}, "tokens": [{"position": 0, "token_id": 7, "text": "a", "round": 0, "tier": 3,
+                                     "outcome": "plain", "reason": "no-draft", "verdict": "argmax"}],
+           "rounds": [{"index": 0, "draft_tokens": [], "accepted": 0, "emitted": 1,
+                       "calls": [{"role": "full", "tokens_processed": 4, "layers": 6, "cost_units": 1.2,
+                                  "wall_s": 0.0, "from_memo": True}]}],
+           "fidelity": None}  # a download from before audit states, prefill flags and the typed config
+    import json
+
+    trace = Trace.from_json(json.dumps(old))
+    assert isinstance(trace.config, DecodeConfig) and trace.config.mode == "sd"
+    assert trace.config.slim_route == (0, 1, 5) and trace.config.gamma == DecodeConfig.gamma  # defaults fill in
+    assert trace.tokens[0].audit == "none" and trace.rounds[0].calls[0].prefill is False
+    again = Trace.from_json(trace.to_json())
+    assert again.config == trace.config and again.tokens == trace.tokens
+    assert trace.plain_cost_after(5) == 5.0  # no prefill recorded: one unit a token
