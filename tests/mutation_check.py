@@ -1,6 +1,6 @@
 """Mutation check: break one core invariant at a time and show that the test suite notices.
 
-    python tests/mutation_check.py           # every mutant against tests/decoding/test_rules.py + test_engine.py
+    python tests/mutation_check.py           # every mutant against FULL_TESTS (rules, engine, copy evidence, audit)
     python tests/mutation_check.py --quick   # a fast subset (CI runs this through tests/decoding/test_mutation.py)
 
 The repository is copied to a temporary folder, the unmutated copy must pass the chosen tests
@@ -65,7 +65,18 @@ MUTANTS = (
     )),
     Mutant("tier rule with thresholds swapped", (
         Edit("core/decoding/tiers.py", (  # swap the parameter names: tier 1 reads tau_slim, tier 2 reads tau_accept
-            (r"(def assign_tier\([^)]*?)\btau_accept\b([^)]*?)\btau_slim\b", r"\1tau_slim\2tau_accept"),
+            (r"(def decide_tier\([^)]*?)\btau_accept\b([^)]*?)\btau_slim\b", r"\1tau_slim\2tau_accept"),
+        )),
+    )),
+    Mutant("copies kept without model evidence", (
+        Edit("core/decoding/tiers.py", (  # decide_tier: a copy's statistic alone passes tier 1, whatever copy_evidence
+            (r'elif copy_evidence != "statistic":', "elif False:"),
+        )),
+    )),
+    Mutant("audit lets every copy stand", (
+        Edit("core/decoding/engine.py", (  # _Decoder._audit: the full pass never refuses a copy kept on trust
+            (r"if verdict\.accepted:\n(\s+)result\.audited\.append\(record\)",
+             r"if True:\n\1result.audited.append(record)"),
         )),
     )),
 )
@@ -79,8 +90,11 @@ QUICK_TESTS = (
     "tests/decoding/test_engine.py::test_all_to_the_slim_verifier_reproduces_the_slim_models_greedy_output",
     "tests/decoding/test_engine.py::test_kv_caches_of_all_three_depths_match_recomputation_after_rejections",
     "tests/decoding/test_engine.py::test_full_verifier_rejection_sampling_is_exact_in_distribution",
+    "tests/decoding/test_copy_evidence.py::test_statistic_verifier_and_audit_settings_and_model_drafts",
+    "tests/decoding/test_audit.py::test_audited_copies_reproduce_plain_greedy_decoding[4-0.2]",
 )
-FULL_TESTS = ("tests/decoding/test_rules.py", "tests/decoding/test_engine.py")
+FULL_TESTS = ("tests/decoding/test_rules.py", "tests/decoding/test_engine.py", "tests/decoding/test_copy_evidence.py",
+              "tests/decoding/test_audit.py")
 SKIP = shutil.ignore_patterns(".git", "__pycache__", "*.pyc", ".cache", ".venv", "node_modules", ".ruff_cache",
                               ".pytest_cache")
 

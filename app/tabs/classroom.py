@@ -129,7 +129,7 @@ def _walkthrough(title: str, session: str, show_future: bool) -> dict:
 def _fix(title: str, session: str, show_future: bool) -> dict:
     before, after = _run_fix(title, session)
     w = _walkthroughs()[title]
-    heading = f"{classroom.walkthrough_heading(w)}\n\n**The fix** (copy_evidence `{after.config['copy_evidence']}`)"
+    heading = f"{classroom.walkthrough_heading(w)}\n\n**The fix** (copy_evidence `{after.config.copy_evidence}`)"
     return _opened(after, heading, classroom.fix_notes(w, before, after), show_future)
 
 
@@ -187,9 +187,9 @@ class ClassroomTab:
             gr.Warning("no run yet: press Run in Generate & tune first")
             return self._keyed({"heading": message("No run yet: press Run in Generate & tune first.")})
         c = trace.config
-        heading = (f"**Your last run** · Prompt: {trace.prompt}\n\nMode `{c['mode']}`, τ_accept {c['tau_accept']}, "
-                   f"τ_slim {c['tau_slim']}, γ {c['gamma']}"
-                   + (f", copy evidence `{c.get('copy_evidence')}`." if c.get("drafter") == "ngram" else "."))
+        heading = (f"**Your last run** · Prompt: {trace.prompt}\n\nMode `{c.mode}`, τ_accept {c.tau_accept}, "
+                   f"τ_slim {c.tau_slim}, γ {c.gamma}"
+                   + (f", copy evidence `{c.copy_evidence}`." if c.drafter == "ngram" else "."))
         return self._keyed(_opened(trace, heading, "", show_future))
 
     def show(self, trace: Trace | None, round_number: float, show_future: bool = False) -> dict:

@@ -13,17 +13,10 @@ from app.views.render import OUTCOMES, audit_counts, audits_copies
 from core.analysis.fidelity import numerics_split
 from core.trace import Trace
 
-PARTIAL_STOPS = {"cancelled", "time-budget"}
-"""Stop reasons that mean the run did not finish: its metrics describe a partial result."""
-
 
 def speed_text(speedup: float) -> str:
     """A speed-up for people: 'unbounded' when no verifier ran at all (zero modelled cost)."""
     return "∞ (no verifier ran)" if speedup == float("inf") else f"{speedup:.2f}×"
-
-
-def is_partial(trace: Trace | None) -> bool:
-    return trace is not None and (bool(getattr(trace, "partial", False)) or trace.stop_reason in PARTIAL_STOPS)
 
 
 def _stat(kind: str, label: str, value: str, metric: str) -> str:
@@ -48,7 +41,7 @@ def headline_html(metrics: dict, trace: Trace | None = None, progress: str = "")
         body = (_stat("modelled", "speed-up (modelled)", speed_text(metrics["modelled_speedup"]), "modelled_speedup")
                 + _stat("", "rejection rate", f'{metrics["rejection_rate"]:.0%}', "rejection_rate")
                 + _fidelity_stat(metrics))
-    if is_partial(trace):
+    if trace is not None and trace.partial:
         body += (f'<div class="partial" data-partial="1">⏸ Partial result: stopped after {len(trace.tokens)} '
                  f'tokens ({html.escape(trace.stop_reason)}); numbers cover those tokens only.</div>')
     elif progress:
@@ -102,7 +95,8 @@ def metrics_html(metrics: dict, trace: Trace | None = None) -> str:
             + '<div class="note">Agreement: share of tokens that are the full model\'s own top choice '
               'given the text so far.</div></div>')
     else:
-        pending = ("not measured: the run was stopped early" if is_partial(trace) else "measured when the run ends…")
+        stopped = trace is not None and trace.partial
+        pending = "not measured: the run was stopped early" if stopped else "measured when the run ends…"
         fid = ('<div class="viasd-card fidelity"><h4>Fidelity to the full model</h4>'
                f'<div class="note">{pending}</div></div>')
     shares = "".join(
@@ -110,7 +104,7 @@ def metrics_html(metrics: dict, trace: Trace | None = None) -> str:
     routing = ('<div class="viasd-card"><h4>Who decided the tokens</h4><table>' + shares + _audit_rows(trace)
                + _row("rounds", str(m["rounds"])) + _row("stop reason", html.escape(str(m["stop_reason"])))
                + '</table></div>')
-    partial = ' data-partial="1"' if is_partial(trace) else ""
+    partial = ' data-partial="1"' if trace is not None and trace.partial else ""
     return f'<div class="viasd-cards" id="viasd-metrics"{partial}>{modelled}{measured}{fid}{routing}</div>'
 
 

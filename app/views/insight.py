@@ -18,7 +18,7 @@ from app.views.reliability_chart import (
     prediction_text,
     reliability_figure,
 )
-from app.views.render import FINISHED, audit_counts, audits_copies
+from app.views.render import audit_counts, audits_copies
 from core.analysis import reliability
 from core.analysis.breakeven import explain_run
 from core.analysis.reliability import ReliabilityData
@@ -27,8 +27,6 @@ from core.models.loading import ModelBundle
 from core.trace import Trace
 
 log = logging.getLogger("viasd.app")
-PROFILE = None
-"""Cost profile of the modelled card and the break-even view: None = the modelled accelerator (core.tools.profile)."""
 
 
 def measure_reliability(bundle: ModelBundle, trace: Trace, config: DecodeConfig) -> ReliabilityData | None:
@@ -45,7 +43,7 @@ def measure_reliability(bundle: ModelBundle, trace: Trace, config: DecodeConfig)
 def insight_updates(bundle: ModelBundle, trace: Trace, config: DecodeConfig, data: ReliabilityData | None
                     ) -> dict[str, Any]:
     """The panel's outputs for a finished trace."""
-    explanation = explain_run(bundle, trace, PROFILE)
+    explanation = explain_run(trace)  # priced by the run's own profile, recorded per call
     why = f"**Why this speed:** {explanation.sentence}" + audit_sentence(trace)
     return {
         "why": why,
@@ -75,7 +73,7 @@ def audit_sentence(trace: Trace) -> str:
     if identical is not None:
         return text + (". The output is identical to the full model's own (measured)." if identical else
                        ". The output differs from the full model's own (measured; see the fidelity card).")
-    if trace.config.get("temperature", 0.0) == 0.0 and trace.stop_reason in FINISHED:
+    if trace.equals_full_greedy:  # recorded by the engine: greedy, exact, every copy audited
         return text + ", so the output equals the full model's."
     return text + "."
 

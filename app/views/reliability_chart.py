@@ -13,13 +13,12 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from app.views.charts import FONT, ROLE_COLOURS
+from core.analysis.prediction import TierPrediction, predict_tiers
 from core.analysis.reliability import (
     PREDICTED_LABEL,
     ModelSignals,
     ReliabilityData,
-    TierPrediction,
     coverage_precision,
-    predict_tiers,
     reliability_bins,
 )
 

@@ -16,10 +16,10 @@ import html
 from collections.abc import Callable
 from dataclasses import replace
 
-from app.views.render import OUTCOMES, REPLACED, audit_states, audits_copies, shown_round, token_style
+from app.views.render import OUTCOMES, REPLACED, audit_counts, audits_copies, shown_round, token_style
 from core.analysis.metrics import modelled_speedup, summarize
 from core.config import LOOKUP_PRESET, DecodeConfig
-from core.decoding.tiers import Reason
+from core.decoding.tiers import Audit, Reason
 from core.errors import ConfigError
 from core.trace import TokenRecord, Trace
 
@@ -118,29 +118,20 @@ def explain_token(t: TokenRecord, draft_text: str | None, mode: str = "via", *, 
     return f"{_q(t.text)} was decided by tier {t.tier} ({t.outcome}; reason “{reason}”, verdict “{t.verdict}”)."
 
 
-def cuts_by_round(trace: Trace) -> dict[int, list[TokenRecord]]:
-    """Round index -> the tokens that round's audit cut, in output order.
-
-    `Trace.rolled_back` lists every cut token in order; per round, first the `RoundRecord.rolled_back`
-    tokens of earlier rounds, then the round's own tokens past the refused copy (only a round whose
-    audit refused, i.e. that wrote an audit-refused correction, has those).
-    """
-    refusing = {t.round for t in trace.tokens if t.reason == Reason.AUDIT_REFUSED}
-    cuts, cut, pointer = {}, trace.rolled_back, 0
-    for r in trace.rounds:
-        mine = list(cut[pointer:pointer + r.rolled_back])
-        pointer += len(mine)
-        while r.index in refusing and pointer < len(cut) and cut[pointer].round == r.index:
-            mine.append(cut[pointer])
-            pointer += 1
-        if mine:
-            cuts[r.index] = mine
-    return cuts
+def _cut_by(trace: Trace, index: int) -> list[TokenRecord]:
+    """The tokens round `index`'s audit cut, in output order (each cut token records the round that cut it)."""
+    return [t for t in trace.rolled_back if t.audit_round == index]
 
 
-def _cut_in(cuts: dict[int, list[TokenRecord]]) -> dict[int, int]:
-    """id(token) -> index of the round whose audit cut it (from `cuts_by_round`)."""
-    return {id(t): r for r, tokens in cuts.items() for t in tokens}
+def _cut_in(t: TokenRecord | None) -> int | None:
+    """The round whose audit cut `t` (recorded), or None when no audit cut it."""
+    return t.audit_round if t is not None and t.audit in (Audit.REFUSED, Audit.CUT) else None
+
+
+def _as_of(t: TokenRecord, index: int) -> TokenRecord:
+    """`t` with the audit state it had after round `index` (a later round's audit still pending)."""
+    state = t.audit_at(index)
+    return t if state == t.audit else replace(t, audit=state)
 
 
 def visible_trace(trace: Trace, index: int, show_future: bool) -> Trace:
@@ -153,14 +144,12 @@ def visible_trace(trace: Trace, index: int, show_future: bool) -> Trace:
     """
     if show_future:
         return trace
-    cuts = cuts_by_round(trace)
-    cut_in = _cut_in(cuts)
-    standing = [t for t in trace.tokens if t.round <= index]
-    standing += [t for t in trace.rolled_back if t.round <= index and cut_in.get(id(t), -1) > index]
+    standing = [_as_of(t, index) for t in trace.tokens if t.round <= index]
+    standing += [_as_of(t, index) for t in trace.rolled_back if t.round <= index and t.audit_round > index]
     correction = [t for t in standing if t.round == index and t.reason == Reason.AUDIT_REFUSED]
     rest = sorted((t for t in standing if t.round != index or t.reason != Reason.AUDIT_REFUSED),
                   key=lambda t: t.position)
-    struck = cuts.get(index, [])
+    struck = _cut_by(trace, index)
     last = index >= len(trace.rounds) - 1
     return replace(trace, tokens=rest + struck + correction, rolled_back=struck,
                    stop_reason=trace.stop_reason if last else "running")
@@ -190,9 +179,8 @@ def round_view(trace: Trace | None, index: int, decode: Callable[[int], str]) ->
     if trace is None or not trace.rounds:
         return "", f"<div class='viasd-caption'><p>{EMPTY}</p></div>"
     index = max(0, min(int(index), len(trace.rounds) - 1))
-    rnd, mode, audited = trace.rounds[index], str(trace.config.get("mode", "via")), audits_copies(trace)
-    cuts = cuts_by_round(trace)
-    cut_in = _cut_in(cuts)
+    rnd, mode, audited = trace.rounds[index], trace.config.mode, audits_copies(trace)
+    cut = _cut_by(trace, index)
     # the round's tokens as it wrote them: those still in the output, those an audit cut, its correction last
     toks = sorted([t for t in [*trace.tokens, *trace.rolled_back] if t.round == index],
                   key=lambda t: (t.reason == Reason.AUDIT_REFUSED, t.position))
@@ -201,10 +189,10 @@ def round_view(trace: Trace | None, index: int, decode: Callable[[int], str]) ->
     for j, draft_id in enumerate(rnd.draft_tokens):
         draft_text = decode(draft_id)
         t = drafted[j] if j < len(drafted) else None
-        rows.append(_row(str(j + 1), html.escape(repr(draft_text)), t, cut_in.get(id(t))))
+        rows.append(_row(str(j + 1), html.escape(repr(draft_text)), t, _cut_in(t)))
         if t is not None:
             items.append((t, explain_token(t, draft_text, mode, audited=audited)))
-    earlier = [t for t in cuts.get(index, []) if t.round < index]
+    earlier = [t for t in cut if t.round < index]
     if earlier:
         struck = "".join(_output_cell(t, cut=True) for t in earlier)
         rows.append(f"<tr data-cut-in='{shown_round(index)}'><td>✂</td><td colspan='5'>cut by this round's audit "
@@ -212,14 +200,13 @@ def round_view(trace: Trace | None, index: int, decode: Callable[[int], str]) ->
                     f"</td><td class='tokcell'>{struck}</td></tr>")
     extra = drafted[len(rnd.draft_tokens):] + [t for t in toks if t.reason == Reason.AUDIT_REFUSED]
     for t in extra:  # bonus token, the single token of a round with no draft, an audit's correction
-        refused = cuts.get(index, [None])[0] if t.reason == Reason.AUDIT_REFUSED else None
-        rows.append(_row("+", "(none)", t, cut_in.get(id(t))))
-        items.append((t, explain_token(t, refused.text if refused else None, mode, audited=audited,
-                                       cut=len(cuts.get(index, [])))))
+        refused = cut[0] if t.reason == Reason.AUDIT_REFUSED and cut else None
+        rows.append(_row("+", "(none)", t, _cut_in(t)))
+        items.append((t, explain_token(t, refused.text if refused else None, mode, audited=audited, cut=len(cut))))
     table = ("<div class='viasd-round' id='viasd-round'><table><tr><th>#</th><th>draft word</th>"
              "<th>drafter conf.</th><th>slim conf.</th><th>why this tier</th><th>decision</th><th>output</th></tr>"
              + "".join(rows) + "</table></div>")
-    return table, _caption(trace, index, items, decode, len(cuts.get(index, [])))
+    return table, _caption(trace, index, items, decode, len(cut))
 
 
 def _caption(trace: Trace, index: int, items: list[tuple[TokenRecord, str]], decode: Callable[[int], str],
@@ -239,8 +226,7 @@ def _caption(trace: Trace, index: int, items: list[tuple[TokenRecord, str]], dec
     opening = f"<p><b>Round {shown_round(index)} of {len(trace.rounds)}.</b> {html.escape(drafted)}</p>"
     points = "".join(f"<li data-reason='{html.escape(t.reason)}' data-outcome='{html.escape(t.outcome)}'>"
                      f"{html.escape(sentence)}</li>" for t, sentence in items)
-    prefill_extra = max(0.0, trace.plain_cost_units - len(trace.tokens)) if trace.plain_cost_units else 0.0
-    plain_so_far = tokens_so_far + prefill_extra  # plain pays the same prompt prefill, then one pass per token
+    plain_so_far = trace.plain_cost_after(tokens_so_far)  # the same prompt prefill (recorded), then one pass a token
     speed = modelled_speedup(plain_so_far, cost_so_far)
     shown = "unbounded (no verifier ran)" if speed == float("inf") else f"{speed:.2f}×"
     audit = f" Its audit cut {cut} token(s) from the text (struck through)." if cut else ""
@@ -287,13 +273,13 @@ def fix_notes(walkthrough: dict, before: Trace, after: Trace) -> str:
     def speed(m: dict) -> str:
         return "unbounded" if m["modelled_speedup"] == float("inf") else f"{m['modelled_speedup']:.2f}×"
 
-    cuts = cuts_by_round(after)
+    cuts = sorted({t.audit_round for t in after.rolled_back if t.audit_round is not None})
     measured = (f"**Measured on these two runs.** Before the fix (copy_evidence "
-                f"`{before.config.get('copy_evidence')}`): {fidelity(b)}; modelled speed-up {speed(b)}. "
-                f"The fix (copy_evidence `{config.get('copy_evidence')}`, "
-                f"γ {config.get('gamma')}, τ_accept {config.get('tau_accept')}, τ_slim {config.get('tau_slim')}, "
-                f"stop below {config.get('draft_stop_below')}, audit span {config.get('audit_span')}): {fidelity(a)}; "
-                f"modelled speed-up {speed(a)}; {len(audit_states(after)) + a['rolled_back']} copied token(s) kept on "
+                f"`{before.config.copy_evidence}`): {fidelity(b)}; modelled speed-up {speed(b)}. "
+                f"The fix (copy_evidence `{config.copy_evidence}`, "
+                f"γ {config.gamma}, τ_accept {config.tau_accept}, τ_slim {config.tau_slim}, "
+                f"stop below {config.draft_stop_below}, audit span {config.audit_span}): {fidelity(a)}; "
+                f"modelled speed-up {speed(a)}; {audit_counts(after)[0] + a['rolled_back']} copied token(s) kept on "
                 f"trust and audited, of which the audit cut {a['rolled_back']}"
                 + (f" in round(s) {', '.join(str(shown_round(r)) for r in cuts)} (step there to see them struck "
                    "through)." if cuts else "."))

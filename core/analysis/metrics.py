@@ -2,7 +2,14 @@
 
 Definitions (a "round" is one draft-and-verify cycle; plain decoding has one token per round):
 * drafted           draft tokens proposed, summed over rounds.
-* accepted          draft tokens kept in the output (by any tier), counted on the final output.
+* accepted          draft tokens kept in the output (by any tier), counted on the final output: the one
+                    meaning of "accepted" in every table and card.
+* kept_when_judged  draft tokens a tier kept when their round judged them (the sum of
+                    `RoundRecord.accepted`), those an audit cut later included; with
+* refused_when_judged  draft tokens a verifier refused when their round judged them (regenerated or
+                    corrected, still in the output or cut later; an audit's corrections are not among
+                    them: they refuse a token kept earlier), the break-even's per-token acceptance
+                    alpha = kept / (kept + refused) (core.analysis.breakeven), judged on one basis.
 * rolled_back       tokens an audit cut from the output (copy_evidence "audit"; core.decoding.engine).
 * rejection_rate    (drafted - accepted) / drafted: a draft token is rejected when it does not
                     end up in the output, i.e. the refused one and the ones discarded after it.
@@ -37,7 +44,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from core.decoding.tiers import Outcome
+from core.decoding.tiers import Outcome, Reason
 from core.trace import Trace
 
 ACCEPTED = {Outcome.DIRECT_ACCEPT.value, Outcome.SLIM_ACCEPT.value, Outcome.FULL_ACCEPT.value}
@@ -78,6 +85,7 @@ def summarize(trace: Trace) -> dict[str, float | int | bool | str]:
         out[f"{role}_token_layer_evals"] = sum(c.layers * c.tokens_processed for c in mine)
         out[f"{role}_wall_s"] = sum(c.wall_s for c in mine)
     out["full_calls_per_token"] = out.pop("full_calls_per_token")
+    out["kept_when_judged"], out["refused_when_judged"] = judged_drafts(trace)
     for outcome in Outcome:
         out[f"share_{outcome.value}"] = outcomes.get(outcome.value, 0) / n if n else 0.0
     if trace.fidelity is not None:
@@ -87,6 +95,13 @@ def summarize(trace: Trace) -> dict[str, float | int | bool | str]:
                    expectations_met=f.expectations_met, expectations_total=len(f.expectations),
                    full_expectations_met=f.full_expectations_met)
     return out
+
+
+def judged_drafts(trace: Trace) -> tuple[int, int]:
+    """(kept_when_judged, refused_when_judged): see the module docstring."""
+    refused = {Outcome.SLIM_REGENERATE.value, Outcome.FULL_CORRECT.value}
+    judged = [t for t in trace.tokens + trace.rolled_back if t.reason != Reason.AUDIT_REFUSED]
+    return sum(r.accepted for r in trace.rounds), sum(t.outcome in refused for t in judged)
 
 
 def modelled_speedup(plain_cost: float, cost: float) -> float:

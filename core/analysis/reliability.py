@@ -4,13 +4,8 @@ For a text (prompt + output tokens), one teacher-forced pass each of the drafter
 and the full model gives, per output position, every confidence signal (`prob`, `margin`,
 `entropy`; core.decoding.confidence) and whether that model's choice equals the full model's. Everything
 else here is arithmetic on those arrays, with no model call: reliability diagrams (agreement per
-confidence bin), coverage / precision against a threshold, and the predicted share of tokens per
-tier and predicted error rate for a pair of thresholds (fast enough to follow a slider).
-
-What "predicted" means: each position is routed on its own, teacher-forced on the current text,
-as if it were the first draft token of a round. A real run also has rounds (a full pass, once run,
-decides the rest of its round) and its text changes when a tier errs, so the measured shares of a
-real run differ; label these numbers "predicted, teacher-forced on the current text".
+confidence bin) and coverage / precision against a threshold. The predicted share of tokens per
+tier, replaying the engine's own tier rule on these arrays, is core.analysis.prediction.
 Greedy only: the choice of every model is its argmax. Prompt lookup has no distribution; its
 confidence is its own statistic (core.decoding.drafters.PromptLookupDrafter), stored under every signal
 name, and positions where it finds no match draft nothing (`drafted` is False).
@@ -30,7 +25,8 @@ from core.decoding.confidence import SIGNALS, confidences
 from core.decoding.cost import CostModel
 from core.decoding.drafters import PromptLookupDrafter
 from core.decoding.engine import generate
-from core.decoding.layer_routes import LayerRoute, resolve_route, routed
+from core.decoding.layer_routes import LayerRoute, resolve_route
+from core.decoding.routed_layers import routed
 from core.models.loading import ModelBundle
 from core.models.prompting import encode_prompt, stop_token_ids
 
@@ -67,6 +63,8 @@ class ReliabilityData:
     drafter_name: str = ""
     slim_route: str = ""
     costs: dict[str, float] = field(default_factory=dict)  # role -> modelled units per call (core.decoding.cost)
+    slim_agreement: np.ndarray | None = None  # the slim verifier's probability of the drafter's choice (copy evidence)
+    config: DecodeConfig | None = None  # the settings it was measured with (drafter, copy evidence, audit, gate)
 
     def __len__(self) -> int:
         return len(self.full_choice)
@@ -77,7 +75,9 @@ class ReliabilityData:
         return ReliabilityData(
             drafter=ModelSignals.concat([p.drafter for p in parts]), slim=ModelSignals.concat([p.slim for p in parts]),
             full_choice=np.concatenate([p.full_choice for p in parts]), stop=np.concatenate([p.stop for p in parts]),
-            drafter_name=first.drafter_name, slim_route=first.slim_route, costs=dict(first.costs))
+            drafter_name=first.drafter_name, slim_route=first.slim_route, costs=dict(first.costs),
+            slim_agreement=None if any(p.slim_agreement is None for p in parts)
+            else np.concatenate([p.slim_agreement for p in parts]), config=first.config)
 
 
 # ---------------------------------------------------------------- signals from logits (vectorised)
@@ -133,7 +133,8 @@ def measure(bundle: ModelBundle, prompt: str, config: DecodeConfig, output_ids: 
     cost = CostModel(model)
     slim_route = resolve_route(config.slim_route, model.config)
     full_choice, _ = signals_from_logits(teacher_forced_logits(model, sequence, first))
-    slim = _signals(*signals_from_logits(teacher_forced_logits(model, sequence, first, slim_route)), full_choice)
+    slim_logits = teacher_forced_logits(model, sequence, first, slim_route)
+    slim = _signals(*signals_from_logits(slim_logits), full_choice)
     costs = {"slim": cost.call_cost(model, slim_route), "full": 1.0}
     if config.drafter == "ngram":
         drafter = _prompt_lookup_signals(sequence, first, config.ngram_size, full_choice)
@@ -149,7 +150,16 @@ def measure(bundle: ModelBundle, prompt: str, config: DecodeConfig, output_ids: 
                            full_choice)
     stop = np.isin(drafter.choice, sorted(stop_token_ids(model, verifier.tokenizer)))
     return ReliabilityData(drafter=drafter, slim=slim, full_choice=full_choice, stop=stop, drafter_name=name,
-                           slim_route=slim_route.describe(), costs=costs)
+                           slim_route=slim_route.describe(), costs=costs,
+                           slim_agreement=_probability_of(slim_logits, drafter.choice), config=config)
+
+
+def _probability_of(logits: torch.Tensor, choice: np.ndarray) -> np.ndarray:
+    """Per row, the probability `logits` give to `choice` (0 where nothing was chosen, choice -1)."""
+    probs = torch.softmax(logits.float(), dim=-1)
+    index = torch.as_tensor(np.clip(choice, 0, None), device=probs.device).long().unsqueeze(-1)
+    picked = probs.gather(-1, index).squeeze(-1).cpu().numpy()
+    return np.where(choice >= 0, picked, 0.0)
 
 
 def measure_many(bundle: ModelBundle, prompts: list[str], config: DecodeConfig) -> ReliabilityData:
@@ -211,43 +221,3 @@ def lowest_threshold_for_precision(confidence: np.ndarray, agree: np.ndarray, ta
         if i + 1 >= min_count and hits[i] / (i + 1) >= target and ranked[i] < 1.0:
             best = float(ranked[i])
     return best
-
-
-@dataclass(frozen=True)
-class TierPrediction:
-    """Predicted share of tokens per tier and predicted error rate (see the module docstring)."""
-
-    tokens: int
-    tier_share: dict[int, float]  # tier (1, 2, 3) -> share of positions
-    error_rate: float  # share of positions whose token would differ from the full model's choice
-    tier_precision: dict[int, float]  # tier -> share of its positions that agree with the full model (NaN if none)
-    label: str = PREDICTED_LABEL
-
-    def to_dict(self) -> dict:
-        return {"tokens": self.tokens, "tier_share": dict(self.tier_share), "error_rate": self.error_rate,
-                "tier_precision": dict(self.tier_precision), "label": self.label}
-
-
-def predict_tiers(data: ReliabilityData, tau_accept: float, tau_slim: float, draft_signal: str = "prob",
-                  slim_signal: str = "prob") -> TierPrediction:
-    """Route every position with the engine's rule (core.decoding.tiers.assign_tier) on teacher-forced signals.
-
-    Tier 1 keeps the drafter's choice (an error when it differs from the full model's), tier 2 emits
-    the slim verifier's choice (accepted or regenerated: an error when it differs), tier 3 is exact.
-    Positions where nothing was drafted go to the full model.
-    """
-    n = len(data)
-    if n == 0:
-        return TierPrediction(0, {1: 0.0, 2: 0.0, 3: 0.0}, 0.0, {1: math.nan, 2: math.nan, 3: math.nan})
-    drafted = data.drafter.drafted
-    tier1 = drafted & ~data.stop & fires(data.drafter.confidence[draft_signal], tau_accept)
-    tier2 = drafted & ~tier1 & fires(data.slim.confidence[slim_signal], tau_slim)
-    tier3 = ~tier1 & ~tier2
-    wrong1 = tier1 & ~data.drafter.agree
-    wrong2 = tier2 & ~data.slim.agree
-    masks, wrongs = {1: tier1, 2: tier2, 3: tier3}, {1: wrong1, 2: wrong2, 3: np.zeros(n, bool)}
-    return TierPrediction(
-        tokens=n, tier_share={t: float(m.sum()) / n for t, m in masks.items()},
-        error_rate=float(wrong1.sum() + wrong2.sum()) / n,
-        tier_precision={t: 1.0 - float(wrongs[t].sum()) / float(m.sum()) if m.any() else math.nan
-                        for t, m in masks.items()})

@@ -20,6 +20,7 @@ import pandas as pd
 from core.analysis.fidelity import attach_fidelity, separate_numerics
 from core.analysis.metrics import measured_speedup, summarize
 from core.config import DecodeConfig
+from core.decoding.cost_profiles import CostProfile
 from core.decoding.engine import generate
 from core.decoding.policies import exact_alpha
 from core.errors import ConfigError
@@ -29,7 +30,8 @@ from core.trace import Trace
 
 def compare(bundle: ModelBundle, prompt: str, config: DecodeConfig, *, replay: bool = False,
             should_stop: Callable[[], bool] | None = None,
-            on_progress: Callable[[int, int], None] | None = None) -> dict[str, Trace]:
+            on_progress: Callable[[int, int], None] | None = None,
+            profile: CostProfile | str | None = None) -> dict[str, Trace]:
     """Plain, classic SD and VIA-SD on the same prompt, in one run, each with fidelity measured.
 
     With replay=False every pass runs for real, so the tokens/s columns are comparable. A stop
@@ -39,7 +41,8 @@ def compare(bundle: ModelBundle, prompt: str, config: DecodeConfig, *, replay: b
     for done, mode in enumerate(("plain", "sd", "via")):
         if should_stop is not None and should_stop():
             break
-        traces[mode] = generate(bundle, prompt, config.with_(mode=mode), replay=replay, should_stop=should_stop)
+        traces[mode] = generate(bundle, prompt, config.with_(mode=mode), replay=replay, should_stop=should_stop,
+                                profile=profile)
         if on_progress is not None:
             on_progress(done + 1, 3)
     if should_stop is not None and should_stop():
@@ -138,7 +141,7 @@ def setting_label(setting: dict[str, object]) -> str:
     return f"α={setting['verify_alpha']:g}"
 
 
-def words_differing(metrics: dict) -> tuple[float, str]:
+def difference_of(metrics: dict) -> tuple[float, str]:
     """(share of the output differing from the full model's own output, which measure gave it).
 
     Words differing (core.analysis.textdiff) when fidelity measured it; until then 1 - the share of output
@@ -171,7 +174,7 @@ def sweep_schemes(bundle: ModelBundle, prompts: Sequence[str], base: DecodeConfi
             trace = generate(bundle, prompt, base.with_(**setting))
             attach_fidelity(bundle, trace, reference)
             m = summarize(trace)
-            differing, measure = words_differing(m)
+            differing, measure = difference_of(m)
             rows.append({"scheme": scheme, "setting": setting_label(setting), "prompt": index,
                          "modelled_speedup": m["modelled_speedup"], "words_differing": differing,
                          "difference_measure": measure, "identical_to_full": m["identical_to_full"],
@@ -191,16 +194,16 @@ def scheme_points(rows: pd.DataFrame) -> pd.DataFrame:
     return points.reset_index()
 
 
-def pareto_front(points: pd.DataFrame) -> pd.DataFrame:
-    """The points no other point beats on both axes (faster and no more differing, or as fast and less),
-    ordered from least to most differing."""
-    ordered = points.sort_values(["words_differing", "modelled_speedup"], ascending=[True, False])
-    keep, best = [], float("-inf")
-    for index, speedup in ordered["modelled_speedup"].items():
-        if speedup > best:
-            keep.append(index)
-            best = speedup
-    return ordered.loc[keep].reset_index(drop=True)
+def pareto_front(points: pd.DataFrame, fidelity: str = "words_differing",
+                 speed: str = "modelled_speedup") -> pd.DataFrame:
+    """The points no other point beats on both speed and fidelity (at least as fast and as faithful, better at
+    one), from the most faithful (slowest) to the fastest. `fidelity` "words_differing" (lower is better) or a
+    share where higher is better ("agreement"). The one Pareto front: sweeps and core.tools.tune both use it."""
+    sign = 1.0 if fidelity == "words_differing" else -1.0  # as a cost: lower is better
+    cost, fast = sign * points[fidelity].to_numpy(float), points[speed].to_numpy(float)
+    keep = [not any(fast[j] >= fast[i] and cost[j] <= cost[i] and (fast[j] > fast[i] or cost[j] < cost[i])
+                    for j in range(len(points)) if j != i) for i in range(len(points))]
+    return points[keep].sort_values([speed, fidelity], ascending=[True, sign < 0]).reset_index(drop=True)
 
 
 def pareto_fronts(points: pd.DataFrame) -> dict[str, pd.DataFrame]:

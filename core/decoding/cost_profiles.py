@@ -16,6 +16,7 @@ from pathlib import Path
 
 import torch
 
+from core.decoding.routed_layers import decoder_layers
 from core.errors import ProfileError
 
 PROFILE_DIR = Path(__file__).resolve().parent.parent / "profiles"
@@ -156,8 +157,6 @@ def accelerator_costs(model: torch.nn.Module, ridge: float = RIDGE_TOKENS) -> Mo
 
     Unit: parameters read (a layer: its mean size). The embedding lookup reads one row per token
     and is left out."""
-    from core.decoding.layer_routes import decoder_layers
-
     layers = decoder_layers(model)
     n = len(layers)
     layer = sum(p.numel() for p in layers.parameters()) / n

@@ -1,4 +1,4 @@
-"""A `Scorer` is one model at one routing depth with its own KV cache: the unit that costs time.
+"""A `Scorer` is one model under one layer route with its own KV cache: the unit that costs time.
 
 VIA-SD has three of them over the same weights (self-drafter, slim verifier, full verifier), or two
 plus a separate drafter model. A scorer answers "what does this model predict after each of these
@@ -24,8 +24,9 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
-from core.decoding.layer_routes import LayerRoute, routed
+from core.decoding.layer_routes import LayerRoute
 from core.decoding.memo import PredictionMemo, memo_key
+from core.decoding.routed_layers import routed
 from core.decoding.timing import Stopwatch
 
 
@@ -37,6 +38,7 @@ class ScorerCall:
     layers: int
     wall_s: float
     from_memo: bool
+    prefill: bool = False  # the scorer's first pass: it read the prompt
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:
@@ -83,7 +85,8 @@ class Scorer:
         # Logical ledger: a real cache would keep the common prefix and process the rest.
         keep = min(_common_prefix(self._logical_tokens, tokens[:last]), first - 1)
         self._logical_tokens = list(tokens[:last])
-        call = ScorerCall(tokens_processed=last - keep, layers=len(self.route.layers), wall_s=0.0, from_memo=True)
+        call = ScorerCall(tokens_processed=last - keep, layers=len(self.route.layers), wall_s=0.0, from_memo=True,
+                          prefill=keep == 0)
 
         if self.memo is not None and self.read_memo:
             found = [self.memo.get(self.memo_key, p) for p in wanted]

@@ -83,8 +83,8 @@ class ModelBundle:
     memo: object = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        from core.decoding.layer_routes import make_routable
         from core.decoding.memo import PredictionMemo  # local: keeps import order simple
+        from core.decoding.routed_layers import make_routable
 
         make_routable(self.verifier.model)
         if self.drafter is not None:

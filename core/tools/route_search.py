@@ -13,7 +13,8 @@ import torch
 
 from core.config import DecodeConfig
 from core.decoding.engine import encode_prompt, generate
-from core.decoding.layer_routes import LayerRoute, routed
+from core.decoding.layer_routes import LayerRoute
+from core.decoding.routed_layers import routed
 from core.models.loading import EMBEDDED_ID, ModelBundle, load_bundle
 
 

@@ -22,7 +22,6 @@ side by side with plain decoding. Outputs: the recommendation, the grid and its 
 from __future__ import annotations
 
 import argparse
-import difflib
 import itertools
 import json
 import time
@@ -34,6 +33,8 @@ import pandas as pd
 
 from core.analysis.fidelity import attach_fidelity
 from core.analysis.metrics import measured_speedup, summarize
+from core.analysis.sweep import pareto_front
+from core.analysis.textdiff import word_diff
 from core.config import DecodeConfig
 from core.decoding.engine import generate
 from core.errors import ConfigError
@@ -75,21 +76,6 @@ class TuneResult:
                 "pareto_front": self.front.to_dict(orient="records"), "grid_points": len(self.grid)}
 
 
-def words_differing(output: str, reference: str) -> float:
-    """Share of the reference's words that the output does not keep in order (0 = same words)."""
-    try:  # the project's one definition, when it has landed (the same call core.tools.benchmark makes)
-        from core.analysis.textdiff import word_diff  # type: ignore[import-not-found]
-
-        return float(word_diff(output, reference).words_differing)
-    except ImportError:
-        pass
-    ref, out = reference.split(), output.split()
-    if not ref:
-        return 0.0 if not out else 1.0
-    kept = sum(block.size for block in difflib.SequenceMatcher(a=ref, b=out, autojunk=False).get_matching_blocks())
-    return 1.0 - kept / max(len(ref), len(out))
-
-
 def grid_configs(base: DecodeConfig, taus: list[float], gammas: list[int], signals: list[str],
                  slim_routes: list[str]) -> list[DecodeConfig]:
     """Every ordered pair tau_slim <= tau_accept from `taus` (1.0 always included) x gammas x signals x routes."""
@@ -119,7 +105,7 @@ def evaluate(bundle: ModelBundle, prompts: list[str], config: DecodeConfig,
         m = summarize(trace)
         n_words = max(len(reference.text.split()), 1)
         wd = m.get("words_differing")
-        wd = words_differing(trace.text, reference.text) if wd is None else float(wd)
+        wd = word_diff(trace.text, reference.text).words_differing if wd is None else float(wd)
         tokens += m["tokens"]
         cost += m["modelled_cost"]
         words += n_words
@@ -129,20 +115,6 @@ def evaluate(bundle: ModelBundle, prompts: list[str], config: DecodeConfig,
     return {SPEED: tokens / cost if cost else 0.0, "words_differing": differing / words if words else 0.0,
             "agreement": agree_tokens / tokens if tokens else 1.0, "identical_share": identical / len(prompts),
             "tokens": int(tokens)}
-
-
-def pareto_front(grid: pd.DataFrame, fidelity: str = "words_differing") -> pd.DataFrame:
-    """Grid points no other point beats on both speed and fidelity (lower words differing, or higher agreement)."""
-    better = (lambda a, b: a < b) if fidelity == "words_differing" else (lambda a, b: a > b)
-    not_worse = (lambda a, b: a <= b) if fidelity == "words_differing" else (lambda a, b: a >= b)
-    keep = []
-    for i, row in grid.iterrows():
-        dominated = any(
-            other[SPEED] >= row[SPEED] and not_worse(other[fidelity], row[fidelity])
-            and (other[SPEED] > row[SPEED] or better(other[fidelity], row[fidelity]))
-            for j, other in grid.iterrows() if j != i)
-        keep.append(not dominated)
-    return grid[keep].sort_values(SPEED).reset_index(drop=True)
 
 
 def _setting(config: DecodeConfig) -> dict:
@@ -173,7 +145,7 @@ def tune(bundle: ModelBundle, prompts: list[str], target: Target, configs: list[
     fidelity_order = feasible[target.metric] * (1 if target.metric == "words_differing" else -1)
     best = feasible.assign(_f=fidelity_order).sort_values([SPEED, "_f"], ascending=[False, True]).iloc[0]
     recommended = {k: (v.item() if hasattr(v, "item") else v) for k, v in best.drop("_f").items()}
-    return TuneResult(target=target, grid=grid, front=pareto_front(grid, target.metric), recommended=recommended)
+    return TuneResult(target=target, grid=grid, front=pareto_front(grid, target.metric, SPEED), recommended=recommended)
 
 
 def config_of(base: DecodeConfig, setting: dict) -> DecodeConfig:

@@ -7,13 +7,13 @@ import pytest
 import torch
 from transformers import DynamicCache
 
+from core.analysis.prediction import predict_tiers
 from core.analysis.reliability import (
     ModelSignals,
     ReliabilityData,
     coverage_precision,
     fires,
     lowest_threshold_for_precision,
-    predict_tiers,
     reliability_bins,
     signals_from_logits,
 )
@@ -23,9 +23,9 @@ from core.decoding.layer_routes import (
     resolve_route,
     route_from_dict,
     route_to_dict,
-    routed,
     with_sublayer_skips,
 )
+from core.decoding.routed_layers import routed
 from core.errors import RoutingError
 
 

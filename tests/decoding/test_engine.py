@@ -24,7 +24,8 @@ from core import (
     summarize,
 )
 from core.decoding.engine import encode_prompt, stop_token_ids
-from core.decoding.layer_routes import resolve_route, routed
+from core.decoding.layer_routes import resolve_route
+from core.decoding.routed_layers import routed
 from core.decoding.scorer import Scorer
 from core.decoding.tiers import OUTCOME_TIER, REASON_TIER, Outcome, Reason
 from core.limits import MAX_PROMPT_CHARS

@@ -10,7 +10,7 @@ from core.config import DecodeConfig
 from core.decoding.confidence import confidence
 from core.decoding.drafters import PromptLookupDrafter
 from core.decoding.sampling import Sampler, verify
-from core.decoding.tiers import REASON_TIER, Outcome, Reason, Routing, Tier, assign_tier, fires, outcome_of
+from core.decoding.tiers import REASON_TIER, Outcome, Reason, Tier, TierDecision, decide_tier, fires, outcome_of
 from core.errors import ConfigError
 from core.trace import CallRecord, RoundRecord, TokenRecord, Trace
 
@@ -26,34 +26,34 @@ def test_threshold_one_switches_a_tier_off_and_zero_takes_everything():
 
 
 def test_tier_one_fires_without_running_the_slim_verifier():
-    assert assign_tier(0.95, never, 0.9, 0.5, full_already_ran=False).tier is Tier.DRAFT
+    assert decide_tier(0.95, never, 0.9, 0.5, full_already_ran=False).tier is Tier.DRAFT
 
 
 def test_slim_is_not_consulted_when_switched_off():
-    assert assign_tier(0.1, never, 0.9, 1.0, full_already_ran=False).tier is Tier.FULL
+    assert decide_tier(0.1, never, 0.9, 1.0, full_already_ran=False).tier is Tier.FULL
 
 
 def test_slim_decides_when_confident_else_full():
-    assert assign_tier(0.1, lambda: 0.8, 0.9, 0.6, full_already_ran=False).tier is Tier.SLIM
-    assert assign_tier(0.1, lambda: 0.5, 0.9, 0.6, full_already_ran=False).tier is Tier.FULL
+    assert decide_tier(0.1, lambda: 0.8, 0.9, 0.6, full_already_ran=False).tier is Tier.SLIM
+    assert decide_tier(0.1, lambda: 0.5, 0.9, 0.6, full_already_ran=False).tier is Tier.FULL
 
 
 def test_a_full_verdict_already_paid_for_decides():
-    assert assign_tier(0.99, never, 0.9, 0.6, full_already_ran=True) == Routing(Tier.FULL, Reason.FREE_VERDICT)
+    assert decide_tier(0.99, never, 0.9, 0.6, full_already_ran=True) == TierDecision(Tier.FULL, Reason.FREE_VERDICT)
 
 
 def test_reasons_name_the_rule_that_fired_and_agree_with_the_tier():
-    assert assign_tier(0.95, never, 0.9, 0.5, full_already_ran=False).reason is Reason.DRAFT_CONFIDENT
-    assert assign_tier(0.1, lambda: 0.8, 0.9, 0.6, full_already_ran=False).reason is Reason.SLIM_CONFIDENT
-    assert assign_tier(0.1, lambda: 0.5, 0.9, 0.6, full_already_ran=False).reason is Reason.NOT_CONFIDENT
-    stop = assign_tier(0.99, lambda: 0.1, 0.9, 0.6, full_already_ran=False, stop_token=True)
-    assert stop == Routing(Tier.FULL, Reason.STOP_TOKEN)
-    assert assign_tier(0.99, lambda: 0.8, 0.9, 0.6, full_already_ran=False, stop_token=True).tier is Tier.SLIM
+    assert decide_tier(0.95, never, 0.9, 0.5, full_already_ran=False).reason is Reason.DRAFT_CONFIDENT
+    assert decide_tier(0.1, lambda: 0.8, 0.9, 0.6, full_already_ran=False).reason is Reason.SLIM_CONFIDENT
+    assert decide_tier(0.1, lambda: 0.5, 0.9, 0.6, full_already_ran=False).reason is Reason.NOT_CONFIDENT
+    stop = decide_tier(0.99, lambda: 0.1, 0.9, 0.6, full_already_ran=False, stop_token=True)
+    assert stop == TierDecision(Tier.FULL, Reason.STOP_TOKEN)
+    assert decide_tier(0.99, lambda: 0.8, 0.9, 0.6, full_already_ran=False, stop_token=True).tier is Tier.SLIM
     assert set(REASON_TIER) == set(Reason)
     for draft, slim, stop_token, ran in [(0.95, 0.1, False, False), (0.5, 0.7, False, False), (0.1, 0.1, False, False),
                                          (0.95, 0.1, True, False), (0.95, 0.95, False, True)]:
-        routing = assign_tier(draft, lambda s=slim: s, 0.9, 0.6, full_already_ran=ran, stop_token=stop_token)
-        assert REASON_TIER[routing.reason] is routing.tier
+        decision = decide_tier(draft, lambda s=slim: s, 0.9, 0.6, full_already_ran=ran, stop_token=stop_token)
+        assert REASON_TIER[decision.reason] is decision.tier
 
 
 def test_outcomes_name_tier_and_decision():
@@ -223,3 +223,22 @@ def test_stopwatch_synchronises_only_the_cuda_device_it_times(monkeypatch):
     with Stopwatch("cuda:1"):
         pass
     assert synced == [torch.device("cuda:1")] * 2
+
+
+def test_a_trace_config_is_typed_and_old_json_with_a_dict_config_still_loads():
+    old = {"prompt": "p", "prompt_token_count": 3, "config": {"mode": "sd", "slim_route": [0, 1, 5], "gone": 1},
+           "models": {}, "tokens": [{"position": 0, "token_id": 7, "text": "a", "round": 0, "tier": 3,
+                                     "outcome": "plain", "reason": "no-draft", "verdict": "argmax"}],
+           "rounds": [{"index": 0, "draft_tokens": [], "accepted": 0, "emitted": 1,
+                       "calls": [{"role": "full", "tokens_processed": 4, "layers": 6, "cost_units": 1.2,
+                                  "wall_s": 0.0, "from_memo": True}]}],
+           "fidelity": None}  # a download from before audit states, prefill flags and the typed config
+    import json
+
+    trace = Trace.from_json(json.dumps(old))
+    assert isinstance(trace.config, DecodeConfig) and trace.config.mode == "sd"
+    assert trace.config.slim_route == (0, 1, 5) and trace.config.gamma == DecodeConfig.gamma  # defaults fill in
+    assert trace.tokens[0].audit == "none" and trace.rounds[0].calls[0].prefill is False
+    again = Trace.from_json(trace.to_json())
+    assert again.config == trace.config and again.tokens == trace.tokens
+    assert trace.plain_cost_after(5) == 5.0  # no prefill recorded: one unit a token

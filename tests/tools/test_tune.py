@@ -6,6 +6,8 @@ import pandas as pd
 import pytest
 
 from core import generate
+from core.analysis.sweep import pareto_front
+from core.analysis.textdiff import word_diff
 from core.config import DecodeConfig
 from core.errors import ConfigError
 from core.tools.tune import (
@@ -14,9 +16,7 @@ from core.tools.tune import (
     config_of,
     evaluate,
     grid_configs,
-    pareto_front,
     tune,
-    words_differing,
     write_outputs,
 )
 
@@ -59,10 +59,10 @@ def test_pareto_front_keeps_only_undominated_points():
     assert list(agreement[SPEED]) == [1.0, 2.0, 3.0] and list(agreement["agreement"]) == [1.0, 0.95, 0.7]
 
 
-def test_words_differing_counts_changed_words():
-    assert words_differing("the cat sat", "the cat sat") == 0.0
-    assert words_differing("the dog sat", "the cat sat") == pytest.approx(1 / 3)
-    assert words_differing("", "") == 0.0
+def test_words_differing_counts_changed_words():  # tune uses the project's one definition (core.analysis.textdiff)
+    assert word_diff("the cat sat", "the cat sat").words_differing == 0.0
+    assert word_diff("the dog sat", "the cat sat").words_differing == pytest.approx(1 / 3)
+    assert word_diff("", "").words_differing == 0.0
 
 
 def test_grid_always_holds_classic_sd_and_refuses_no_prompts(bundle):
