@@ -16,7 +16,7 @@ from app.gpu import on_gpu, seconds_for_tokens
 from app.guard import message, reports_errors
 from app.prefetch import PREFETCHER
 from app.session import SESSIONS, session_id
-from app.views import render
+from app.views import render, walkthroughs, words
 from app.views import round_replay as classroom
 from core import generate
 from core.errors import ConfigError
@@ -52,10 +52,16 @@ def _walkthroughs() -> dict[str, dict]:
     return {w["title"]: w for w in load_walkthroughs()}
 
 
-def _decoder(trace: Trace):
-    """Token-id decoder of the model that wrote `trace` (draft tokens that were thrown away have no text)."""
-    tokenizer = SESSIONS.tokenizer_for(trace.models.get("verifier", ""))
-    return lambda token_id: tokenizer.decode([token_id], skip_special_tokens=False)
+def _decoder(trace: Trace) -> classroom.Decode:
+    """Token-id decoder of the model that wrote `trace`; a saved trace whose model is not loaded (a recorded
+    walkthrough) spells draft tokens from its own tokens instead, never with another model's tokenizer."""
+    tokenizer = SESSIONS.tokenizer_for(trace.models.get("verifier", ""))  # the embedded one when that model is gone
+
+    def decode(token_id: int) -> str:
+        return tokenizer.decode([token_id], skip_special_tokens=False)
+
+    sample = trace.tokens[:8]
+    return decode if all(decode(t.token_id) == t.text for t in sample) else classroom.trace_decoder(trace)
 
 
 def show_round(trace: Trace | None, round_number: float, show_future: bool = False) -> dict:
@@ -81,7 +87,7 @@ def _walkthrough_seconds(title: str, *_: Any, **__: Any) -> int:
     """GPU time to ask for (ZeroGPU): fitted to the walkthrough's token count (its fix runs it twice, with fidelity)."""
     walkthrough = _walkthroughs().get(title, {})
     try:
-        config = classroom.walkthrough_config(walkthrough) if walkthrough else None
+        config = walkthroughs.walkthrough_config(walkthrough) if walkthrough else None
     except ConfigError:
         config = None
     runs = 4 if walkthrough.get("fixed_config") else 1
@@ -98,7 +104,7 @@ def _pick(title: str) -> dict:
 @on_gpu(_walkthrough_seconds)
 def _run_walkthrough(title: str, session: str) -> Trace:
     walkthrough = _pick(title)
-    config = classroom.walkthrough_config(walkthrough)
+    config = walkthroughs.walkthrough_config(walkthrough)
     with PREFETCHER.foreground():  # on this visitor's models (the embedded pair unless they loaded others)
         return generate(SESSIONS.bundle(session), walkthrough["prompt"], config, replay=True)
 
@@ -107,12 +113,12 @@ def _run_walkthrough(title: str, session: str) -> Trace:
 def _run_fix(title: str, session: str) -> tuple[Trace, Trace]:
     """The walkthrough's run and its fix's run, both with fidelity measured (so the notes can compare them)."""
     walkthrough = _pick(title)
-    fixed = classroom.walkthrough_config(walkthrough, fixed=True)
+    fixed = walkthroughs.walkthrough_config(walkthrough, fixed=True)
     if fixed is None:
         raise ConfigError(f"the walkthrough '{title}' has no fix to run")
     bundle = SESSIONS.bundle(session)
     with PREFETCHER.foreground():
-        before = generate(bundle, walkthrough["prompt"], classroom.walkthrough_config(walkthrough), replay=True,
+        before = generate(bundle, walkthrough["prompt"], walkthroughs.walkthrough_config(walkthrough), replay=True,
                           fidelity=True)
         after = generate(bundle, walkthrough["prompt"], fixed, replay=True, fidelity=True)
     return before, after
@@ -120,17 +126,20 @@ def _run_fix(title: str, session: str) -> tuple[Trace, Trace]:
 
 @reports_errors("heading")
 def _walkthrough(title: str, session: str, show_future: bool) -> dict:
-    trace = _run_walkthrough(title, session)
-    w = _walkthroughs()[title]
-    return _opened(trace, classroom.walkthrough_heading(w), classroom.walkthrough_notes(w, trace), show_future)
+    """Open a walkthrough: replayed from its saved trace when it names one (no model loads), else run here."""
+    w = _pick(title)
+    trace = walkthroughs.recorded_trace(w) or _run_walkthrough(title, session)
+    return _opened(trace, walkthroughs.walkthrough_heading(w), walkthroughs.walkthrough_notes(w, trace), show_future)
 
 
 @reports_errors("heading")
 def _fix(title: str, session: str, show_future: bool) -> dict:
     before, after = _run_fix(title, session)
     w = _walkthroughs()[title]
-    heading = f"{classroom.walkthrough_heading(w)}\n\n**The fix** (copy_evidence `{after.config['copy_evidence']}`)"
-    return _opened(after, heading, classroom.fix_notes(w, before, after), show_future)
+    copies = words.name("copy_evidence", after.config.get("copy_evidence"))
+    heading = f"{walkthroughs.walkthrough_heading(w)} · **The fix:** copies {copies}"
+    notes = walkthroughs.fix_notes(w, before, after, list(classroom.cuts_by_round(after)))
+    return _opened(after, heading, notes, show_future)
 
 
 def _has_fix(title: str) -> bool:
@@ -187,9 +196,11 @@ class ClassroomTab:
             gr.Warning("no run yet: press Run in Generate & tune first")
             return self._keyed({"heading": message("No run yet: press Run in Generate & tune first.")})
         c = trace.config
-        heading = (f"**Your last run** · Prompt: {trace.prompt}\n\nMode `{c['mode']}`, τ_accept {c['tau_accept']}, "
+        prompt = walkthroughs.walkthrough_heading({"title": "Your last run", "prompt": trace.prompt})
+        heading = (f"{prompt} · {words.name('mode', c['mode'])}, τ_accept {c['tau_accept']}, "
                    f"τ_slim {c['tau_slim']}, γ {c['gamma']}"
-                   + (f", copy evidence `{c.get('copy_evidence')}`." if c.get("drafter") == "ngram" else "."))
+                   + (f", copies {words.name('copy_evidence', c.get('copy_evidence'))}" if c.get("drafter") == "ngram"
+                      else ""))
         return self._keyed(_opened(trace, heading, "", show_future))
 
     def show(self, trace: Trace | None, round_number: float, show_future: bool = False) -> dict:

@@ -67,7 +67,7 @@ REASONS: dict[Reason, Term] = {
 
 VERDICTS: dict[str, Term] = {
     Why.ARGMAX.value: Term("the verifier's own top choice", "The word is the one the verifier itself would write."),
-    "argmax differs": Term("not the verifier's top choice", "The verifier would write a different word here."),
+    "argmax differs": Term("not the verifier's top choice", "The verifier's own top choice is a different word."),
     Why.WITHIN_ROLLBACK.value: Term("close enough (BiLD)",
                                     "Not the verifier's top choice, but likely enough under BiLD's rollback limit."),
     Why.ROLLED_BACK.value: Term("too unlikely (BiLD)", "BiLD replaced a word the verifier found too unlikely."),
