@@ -50,7 +50,8 @@ def insight_updates(bundle: ModelBundle, trace: Trace, config: DecodeConfig, dat
     explanation = explain_run(bundle, trace, PROFILE)
     return {
         "why": f"**Why this speed:** {why_sentence(trace, explanation.point, explanation.profile_label)}",
-        "breakeven_plot": breakeven_figure(explanation.point, profile_label=explanation.profile_label),
+        "breakeven_plot": breakeven_figure(explanation.point, profile_label=explanation.profile_label,
+                                           run_speedup=summarize(trace)["modelled_speedup"]),
         "conf_plot": confidence_histogram_figure(data, config.tau_accept, config.tau_slim, config.draft_signal,
                                                  config.slim_signal),
         "reliability_plot": reliability_figure(data, config.draft_signal, config.slim_signal),
