@@ -30,20 +30,32 @@ PRESENTER_CLASS = "viasd-presenter"
 EMPTY = classroom.EMPTY
 
 CSS = f"""
-body.{PRESENTER_CLASS} {{--viasd-class-caption: 26px; --viasd-class-text: 28px; --viasd-class-table: 22px;
-  --viasd-class-notes: 22px; --viasd-class-button: 24px;}}
+body.{PRESENTER_CLASS} {{--viasd-class-caption: 22px; --viasd-class-text: 24px; --viasd-class-table: 20px;
+  --viasd-class-notes: 20px; --viasd-class-button: 22px;}}
 body.{PRESENTER_CLASS} #viasd-intro {{display: none;}}
-#viasd-caption .viasd-caption {{font-size: var(--viasd-class-caption, 1.15rem); line-height: 1.45;
+body.{PRESENTER_CLASS} #viasd-walk-pick [data-testid="block-info"] {{display: none;}}
+body.{PRESENTER_CLASS} #viasd-walk-row button {{min-height: 0; padding-top: 6px; padding-bottom: 6px;}}
+body.{PRESENTER_CLASS} #{CLASS_TOKENS_ID} {{max-height: 4.9em; overflow-y: auto; line-height: 1.9; min-height: 0;}}
+body.{PRESENTER_CLASS} #viasd-classroom-heading p {{white-space: nowrap; overflow: hidden; text-overflow: ellipsis;}}
+#viasd-caption .viasd-caption {{font-size: var(--viasd-class-caption, 1.15rem); line-height: 1.4;
   color: var(--viasd-fg, inherit);}}
-.viasd-caption ol {{margin: 0.3rem 0 0.3rem 1.4rem; padding: 0;}}
-.viasd-caption p {{margin: 0.3rem 0;}}
+.viasd-caption ol {{margin: 0.2rem 0 0.2rem 1.4rem; padding: 0;}}
+.viasd-caption p {{margin: 0.2rem 0;}}
 #{CLASS_TOKENS_ID} {{font-size: var(--viasd-class-text, 1.2rem);}}
 #viasd-round table {{font-size: var(--viasd-class-table, 1.1rem);}}
 #viasd-classroom-heading, #viasd-classroom-notes {{font-size: var(--viasd-class-notes, 1.05rem);}}
+#viasd-classroom-heading p {{margin: 0;}}
 #viasd-prev, #viasd-next {{font-size: var(--viasd-class-button, 1rem);}}
 """
 """Classroom styles (added to the app's CSS in app.ui). Presenter sizes are variables set on <body>: Gradio
-also copies every rule under its container prefix, which would out-rank a plain `body.presenter x` rule."""
+also copies every rule under its container prefix, which would out-rank a plain `body.presenter x` rule.
+In presenter mode the text box keeps about two lines and scrolls to the current round (FOLLOW_ROUND), so
+the controls, the text and the caption fit a 1024x768 projector (tests/app/test_classroom_browser.py)."""
+
+FOLLOW_ROUND = (f"() => {{ const box = document.getElementById('{CLASS_TOKENS_ID}'); "
+                "const now = box && box.querySelector('.tok.current'); "
+                "if (now) box.scrollTop = now.offsetTop - box.offsetTop - 8; }")
+"""Scroll the replay's text box (not the page) so the current round's first token is in view."""
 
 TOGGLE_PRESENTER = f"(on) => {{ document.body.classList.toggle('{PRESENTER_CLASS}', !!on); return on; }}"
 
@@ -151,23 +163,23 @@ class ClassroomTab:
 
     def __init__(self) -> None:
         titles = list(_walkthroughs())
-        with gr.Row(equal_height=False):
-            self.walk = gr.Dropdown(titles, value=titles[0] if titles else None, label="Walkthrough", scale=3,
-                                    min_width=220, elem_id="viasd-walk-pick")
+        with gr.Row(equal_height=False, elem_id="viasd-walk-row"):
+            self.walk = gr.Dropdown(titles, value=titles[0] if titles else None, label="Walkthrough", scale=4,
+                                    min_width=340, elem_id="viasd-walk-pick")
             self.walk_btn = gr.Button("Load walkthrough", variant="primary", scale=1, min_width=175,
                                       elem_id="viasd-walk")
             self.fix_btn = gr.Button("Run the fix", scale=1, min_width=120, elem_id="viasd-walk-fix",
                                      visible=_has_fix(titles[0]) if titles else False)
             self.last_btn = gr.Button("Use my last run", scale=1, min_width=120, elem_id="viasd-last-run")
-            with gr.Column(scale=1, min_width=170):
-                self.presenter = gr.Checkbox(False, label="Presenter mode (big type)", elem_id="viasd-presenter",
-                                             container=False)
-                self.future = gr.Checkbox(False, label="Show later rounds (faded)", elem_id="viasd-show-future",
-                                          container=False)
         with gr.Row(equal_height=True, elem_id="viasd-replay-controls"):
-            self.prev_btn = gr.Button("◀ Previous round", scale=1, min_width=150, elem_id="viasd-prev")
+            self.prev_btn = gr.Button("◀ Previous", scale=1, min_width=150, elem_id="viasd-prev")
             round_slider = gr.Slider(1, 2, value=1, step=1, label="Round", scale=3, elem_id="viasd-round-slider")
-            self.next_btn = gr.Button("Next round ▶", scale=1, min_width=150, elem_id="viasd-next")
+            self.next_btn = gr.Button("Next ▶", scale=1, min_width=150, elem_id="viasd-next")
+            with gr.Column(scale=1, min_width=170, elem_id="viasd-class-options"):
+                self.presenter = gr.Checkbox(False, label="Presenter mode", elem_id="viasd-presenter",
+                                             container=False)
+                self.future = gr.Checkbox(False, label="Show later rounds", elem_id="viasd-show-future",
+                                          container=False)
         heading = gr.Markdown("Pick a walkthrough and press **Load**, then step through it round by round.",
                               elem_id="viasd-classroom-heading")
         tokens = gr.HTML(render.tokens_html(None, placeholder="Load a walkthrough to begin.", elem_id=CLASS_TOKENS_ID))
@@ -221,7 +233,8 @@ class ClassroomTab:
         self.walk.change(lambda title: gr.update(visible=_has_fix(title)), self.walk, self.fix_btn, queue=False,
                          api_visibility="private")
         self.last_btn.click(self.use_last_run, [last_trace, self.future], out, api_visibility="private")
-        slider.change(self.show, [state, slider, self.future], view, **quiet)
+        slider.change(self.show, [state, slider, self.future], view, **quiet).then(
+            None, js=FOLLOW_ROUND, queue=False, api_visibility="private")
         self.future.change(self.show, [state, slider, self.future], view, **quiet)
         self.prev_btn.click(lambda t, r: self.step(t, r, -1), [state, slider], slider, **quiet)
         self.next_btn.click(lambda t, r: self.step(t, r, +1), [state, slider], slider, **quiet)

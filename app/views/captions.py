@@ -13,7 +13,7 @@ import html
 import re
 
 from app.views import words
-from app.views.render import REPLACED, is_special, shown_round
+from app.views.render import REPLACED, audits_copies, is_special, shown_round
 from core.analysis.metrics import modelled_speedup
 from core.decoding.tiers import Reason
 from core.trace import TokenRecord, Trace
@@ -113,6 +113,55 @@ def explain_token(t: TokenRecord, draft_text: str | None, mode: str = "via", *, 
     return f"{word} was decided by tier {t.tier} ({words.name('outcome', t.outcome)}; {words.name('reason', reason)})."
 
 
+GROUPED = {
+    Reason.DRAFT_CONFIDENT: "The drafter was sure enough ({sure}) to skip checking {n} words in a row, so “{text}” "
+                            "was kept as drafted.",
+    Reason.FREE_VERDICT: "The full model had already run in this round, so its verdicts on the next {n} words were "
+                         "free and exact: it kept “{text}”.",
+    Reason.NOT_CONFIDENT: "Not sure enough to skip checking, the next {n} words went to the full model, which kept "
+                          "“{text}”.",
+    Reason.SLIM_CONFIDENT: "The slim verifier was sure enough ({sure}) to decide the next {n} words and kept "
+                           "“{text}”.",
+    Reason.COPY_NEEDS_EVIDENCE: "Prompt lookup copied “{text}” ({n} tokens); a copy is never kept without a model "
+                                "agreeing, and the full model kept it.",
+}
+"""One sentence for a run of tokens kept for the same recorded reason (a replaced token is always told alone)."""
+COPIED = {Reason.DRAFT_CONFIDENT: "Prompt lookup copied “{text}” ({n} tokens) and the copy looked reliable ({sure}),"
+                                  " sure enough to skip checking. They are kept on trust for now: the full model's "
+                                  "next pass, which must process them anyway, audits them."}
+SD_GROUPED = {Reason.NOT_CONFIDENT: "Classic speculative decoding sends every draft word to the full model: it kept "
+                                    "“{text}” ({n} tokens)."}
+
+
+def told(items: list[tuple[TokenRecord, str]], mode: str = "via", audited: bool = False
+         ) -> list[tuple[list[TokenRecord], str]]:
+    """The round's per-token sentences with runs of tokens kept for the same reason told as one sentence, so a
+    caption fits a projector; each entry is (its tokens, its sentence)."""
+    groups: list[list[tuple[TokenRecord, str]]] = []
+    for item in items:
+        t = item[0]
+        last = groups[-1][-1][0] if groups else None
+        if (last is not None and t.reason == last.reason and t.reason in GROUPED and t.outcome not in REPLACED
+                and last.outcome not in REPLACED):
+            groups[-1].append(item)
+        else:
+            groups.append([item])
+    out = []
+    for group in groups:
+        tokens = [t for t, _ in group]
+        if len(group) == 1 or not spoken("".join(t.text for t in tokens)):
+            out.extend(([t], sentence) for t, sentence in group)
+            continue
+        reason = Reason(tokens[0].reason)
+        form = (COPIED if audited else SD_GROUPED if mode == "sd" else {}).get(reason, GROUPED[reason])
+        values = [v for t in tokens if (v := t.slim_confidence if reason == Reason.SLIM_CONFIDENT
+                                        else t.draft_confidence) is not None]
+        lo, hi = conf(min(values, default=None)), conf(max(values, default=None))
+        sure = lo if lo == hi else f"{lo}–{hi}"
+        out.append((tokens, form.format(n=len(tokens), text=spoken("".join(t.text for t in tokens)), sure=sure)))
+    return out
+
+
 def dropped_note(rejected: TokenRecord | None, draft_text: str | None) -> str:
     """Why a draft word never reached the answer, naming the word whose rejection dropped it."""
     if rejected is None:
@@ -142,16 +191,16 @@ def caption(trace: Trace, index: int, items: list[tuple[TokenRecord, str]], draf
     else:
         drafted = f"The drafter proposed {n} token{'s' * (n != 1)} of the chat template (no words)."
     opening = f"<p><b>Round {shown_round(index)} of {len(trace.rounds)}.</b> {html.escape(drafted)}</p>"
-    points = "".join(f"<li data-reason='{html.escape(t.reason)}' data-outcome='{html.escape(t.outcome)}'>"
-                     f"{html.escape(sentence)}</li>" for t, sentence in items)
+    grouped = told(items, str(trace.config.get("mode", "via")), audits_copies(trace))
+    points = "".join(f"<li data-reason='{html.escape(ts[0].reason)}' data-outcome='{html.escape(ts[0].outcome)}' "
+                     f"data-tokens='{len(ts)}'>{html.escape(sentence)}</li>" for ts, sentence in grouped)
     prefill_extra = max(0.0, trace.plain_cost_units - len(trace.tokens)) if trace.plain_cost_units else 0.0
     plain_so_far = answer_tokens + prefill_extra  # plain pays the same prompt prefill, then one pass per token
     speed = modelled_speedup(plain_so_far, cost_so_far)
     shown = "unbounded (no verifier ran)" if speed == float("inf") else f"{speed:.2f}×"
     audit = f" Its audit cut {cut} token{'s' * (cut != 1)} from the text (struck through)." if cut else ""
-    closing = (f"This round kept {rnd.accepted} of its draft tokens and wrote {rnd.emitted}.{audit} It cost "
+    closing = (f"This round kept {rnd.accepted} of {n} drafted and wrote {rnd.emitted}.{audit} It cost "
                f"{sum(by_role.values()):.2f} full-model passes ({ran}). So far: {answer_tokens} tokens in the answer "
-               f"for {cost_so_far:.2f} passes, where plain decoding needs {plain_so_far:.2f} — a modelled speed-up "
-               f"of {shown}.")
+               f"for {cost_so_far:.2f} passes; plain decoding needs {plain_so_far:.2f}: {shown} (modelled).")
     return (f"<div class='viasd-caption' data-round='{shown_round(index)}'>{opening}<ol>{points}</ol>"
             f"<p>{html.escape(closing)}</p></div>")

@@ -54,8 +54,8 @@ def headline_html(metrics: dict, trace: Trace | None = None, progress: str = "")
         body += (f'<div class="partial" data-partial="1">⏸ Partial result: stopped after {len(trace.tokens)} '
                  f'tokens ({html.escape(words.name("stop", trace.stop_reason))}); numbers cover those tokens only.'
                  '</div>')
-    elif progress:
-        body += f'<div class="partial">{html.escape(progress)}</div>'
+    else:  # the row is always there (one line, empty until a run streams), so the sliders below never move
+        body += f'<div class="partial" title="{html.escape(progress)}">{html.escape(progress) or "&nbsp;"}</div>'
     return f'<div class="viasd-headline" id="viasd-headline">{body}</div>'
 
 

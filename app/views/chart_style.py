@@ -51,9 +51,10 @@ def fit_line(text: str, limit: int = TITLE_CHARS) -> str:
 def finish(fig: go.Figure, title: str, subtitle: str = "", height: int = 420) -> go.Figure:
     """The house layout: the template, a short title (and a smaller second line), margins that grow to fit."""
     text = fit_line(title) + (f"<br><sup>{fit_line(subtitle, int(TITLE_CHARS * 1.3))}</sup>" if subtitle else "")
-    fig.update_layout(title={"text": text, "x": 0.01, "xanchor": "left", "automargin": True}, template=TEMPLATE,
-                      font=FONT, height=height, margin={"l": 60, "r": 20, "t": 80 if subtitle else 60, "b": 50,
-                                                        "autoexpand": True})
+    # centred in the top margin: Gradio draws the Plot's label badge over the top-left corner, and it raises the
+    # top margin to 100 px whenever a label shows, so a centred title (two lines at most) sits clear below it
+    fig.update_layout(title={"text": text, "x": 0.5, "xanchor": "center"}, template=TEMPLATE,
+                      font=FONT, height=height, margin={"l": 60, "r": 20, "t": 100, "b": 50, "autoexpand": True})
     return fig
 
 
@@ -61,8 +62,8 @@ def dark_css(scope: str = ".dark") -> str:
     """CSS that repaints a light-template chart with the dark template's colours under `scope`."""
     d = PALETTE["dark"]
     plot = f"{scope} .js-plotly-plot"
-    return (f"{plot} .main-svg {{background: {d['bg']} !important;}}\n"
+    return (f"{plot} .svg-container > .main-svg:first-child {{background: {d['bg']} !important;}}\n"
             f"{plot} .bg, {plot} .legend .bg {{fill: {d['bg']} !important;}}\n"
-            f"{plot} text:not(.contourlabels text) {{fill: {d['fg']} !important;}}\n"
+            f"{plot} text:not(.contourlabels text):not(.hoverlayer text) {{fill: {d['fg']} !important;}}\n"
             f"{plot} .gridlayer path, {plot} .zerolinelayer path {{stroke: {d['grid']} !important;}}\n"
             f"{plot} .modebar-btn path {{fill: {d['muted']} !important;}}\n")

@@ -190,7 +190,7 @@ def test_the_round_that_cut_shows_the_cut_tokens_struck_through_and_says_why() -
     page = render.tokens_html(shown, current_round=1, cut=shown.rolled_back)
     assert page.count('data-cut="1"') == 2
     _, first = classroom.round_view(trace, 0, lambda i: f"<{i}>")
-    assert "kept on trust" in first and "audits it" in first
+    assert "kept on trust" in first and "audits them" in first and "data-tokens='3'" in first
 
 
 def test_copies_kept_on_trust_read_audited_or_pending() -> None:

@@ -59,13 +59,14 @@ def test_each_caption_claims_only_what_its_round_did(path: Path, decode) -> None
         assert (f"proposed {n} token{'s' * (n != 1)}" in text) if n else "No draft this round." in text
         for piece in ("<|", "|>", "istant", "im_start", "im_end"):
             assert piece not in text, f"round {index + 1}: chat-template piece {piece!r} in the caption"
-        told = re.findall(r"data-reason='([^']+)'", caption)
+        told = [r for r, n in re.findall(r"data-reason='([^']+)'[^>]*data-tokens='(\d+)'", caption)
+                for _ in range(int(n))]
         assert told == [t.reason for t in _round_tokens(trace, index)], f"round {index + 1} tells other tokens"
         for j, t in enumerate(t for t in _round_tokens(trace, index) if t.reason != Reason.AUDIT_REFUSED):
             if j < n and t.outcome in REPLACED:
                 rejected = captions.quoted(decode(rnd.draft_tokens[j]))
                 assert f"rejected {rejected} and wrote {captions.quoted(t.text)}" in text, f"round {index + 1}"
-        assert f"kept {rnd.accepted} of its draft tokens and wrote {rnd.emitted}." in text
+        assert f"kept {rnd.accepted} of {n} drafted and wrote {rnd.emitted}." in text
         assert ("Its audit cut" in text) == (index in cuts), f"round {index + 1}: audit claim"
         if not slim_on:
             assert "slim verifier (" not in text and "nor the slim" not in text, f"round {index + 1}: tier 2 is off"
