@@ -42,7 +42,7 @@ def quoted(text: str | None) -> str:
 
 def spoken(text: str) -> str:
     """A draft's joined text with chat-template pieces removed ("" when nothing readable is left)."""
-    return TEMPLATE.sub("", text).replace("\n", " ").strip()
+    return " ".join(TEMPLATE.sub(" ", text).split())
 
 
 def _verdict(t: TokenRecord) -> str:
