@@ -33,7 +33,7 @@ Update = dict[str, Any]
 def export_files(trace: Trace) -> list[str]:
     """Write the trace as tokens CSV, rounds CSV and JSON into a fresh temp folder; return the paths."""
     folder = Path(tempfile.mkdtemp(prefix="viasd-trace-"))
-    stem = f"viasd_{trace.config.get('mode', 'run')}_{time.strftime('%Y%m%d-%H%M%S')}"
+    stem = f"viasd_{trace.config.mode}_{time.strftime('%Y%m%d-%H%M%S')}"
     paths = [folder / f"{stem}_tokens.csv", folder / f"{stem}_rounds.csv", folder / f"{stem}.json"]
     trace.to_dataframe().to_csv(paths[0], index=False)
     trace.rounds_dataframe().to_csv(paths[1], index=False)
@@ -97,7 +97,7 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "",
                    "headline": cards.headline_html(summarize(trace), progress=progress)}
         if trace is None:
             return
-        stopped = cards.is_partial(trace)
+        stopped = trace.partial
         if not stopped:
             yield {"status": "… Measuring fidelity against the full model…",
                    "headline": cards.headline_html(summarize(trace), progress="Measuring fidelity…")}

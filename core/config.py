@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 
 from core.decoding.confidence import SIGNALS
 from core.decoding.policies import check_alpha
@@ -23,6 +23,7 @@ DRAFTERS = {
     "self": "the verifier itself with an aggressively routed layer subset",
     "model": "a separate smaller model with the same tokenizer",
     "ngram": "prompt lookup: copy what followed the last n tokens earlier in the text",
+    "hybrid": "prompt lookup when the text offers a confident copy, else the separate smaller model",
 }
 COPY_EVIDENCE = {
     "slim": "tier 1 keeps a copy only if the slim verifier also gives the copied token >= tau_accept",
@@ -95,6 +96,13 @@ class DecodeConfig:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, data: dict) -> DecodeConfig:
+        """A config from a dict over the defaults (a trace's JSON, a walkthrough file, an old download): unknown
+        keys are ignored, JSON lists become the tuples they were; not validated (validate() says what is wrong)."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known})
+
     def validate(self) -> DecodeConfig:
         """Raise ConfigError with one clear sentence for the first bad setting (of any type)."""
         self._choice("mode", MODES)
@@ -149,7 +157,7 @@ LOOKUP_PRESET = DecodeConfig(mode="via", drafter="ngram", gamma=16, tau_accept=0
                              copy_evidence="audit", audit_span=32, draft_stop_below=0.5, max_new_tokens=96)
 """VIA-SD with prompt lookup as recommended for tasks whose answer reuses the input (the app opens on
 it): copies matching the last 3 tokens with one known continuation are kept on trust once the full
-model has kept whole copies (core.decoding.engine.TRUST_AFTER) and are audited by its next pass (output
+model has kept whole copies (core.decoding.adaptive.TRUST_AFTER) and are audited by its next pass (output
 exact); copies scoring under 0.5 are not worth a verifier's time; tier 2 is off (no slim route of
 this model is cheap and precise). Chosen from `python -m core.benchmark` (README, issue 7 section)."""
 

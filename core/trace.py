@@ -10,6 +10,9 @@ import pandas as pd
 
 from core.analysis.expectations import ExpectationCheck
 from core.analysis.textdiff import WordSpan
+from core.config import DecodeConfig
+from core.decoding.cost_profiles import DEFAULT_PROFILE
+from core.decoding.tiers import Audit, Tier
 
 
 @dataclass
@@ -23,10 +26,18 @@ class TokenRecord:
     tier: int  # 1 direct accept, 2 slim verifier, 3 full verifier
     outcome: str  # a core.decoding.tiers.Outcome value
     reason: str  # a core.decoding.tiers.Reason value: why this tier decided (recorded, never re-derived)
-    verdict: str  # what the deciding rule said ("argmax", "draft trusted", ...); decoding.sampling / .policies
+    verdict: str  # a core.decoding.tiers.Why value: what the deciding rule said ("argmax", "draft trusted", ...)
     draft_confidence: float | None = None
     slim_confidence: float | None = None
     full_confidence: float | None = None
+    audit: str = Audit.NONE.value  # a core.decoding.tiers.Audit value: kept on trust, audited, refused, cut
+    audit_round: int | None = None  # the round whose full pass audited it (audited) or cut it (refused, cut)
+
+    def audit_at(self, round_index: int) -> str:
+        """The audit state as it stood after round `round_index`: an audit of a later round was still pending."""
+        if self.audit != Audit.NONE and self.audit_round is not None and self.audit_round > round_index:
+            return Audit.TRUSTED.value
+        return self.audit
 
 
 @dataclass
@@ -36,9 +47,11 @@ class CallRecord:
     role: str
     tokens_processed: int
     layers: int
-    cost_units: float  # modelled accelerator cost, in full-verifier passes (core.decoding.cost)
+    cost_units: float  # in full-verifier passes, priced once by the run's profile (Trace.cost_profile)
     wall_s: float  # measured; 0 when the prediction came from the memo
     from_memo: bool
+    prefill: bool = False  # this pass read the prompt: its model's first pass of the run
+    prefill_units: float = 0.0  # the part of cost_units spent on the prompt (every method pays it once)
 
 
 @dataclass
@@ -108,7 +121,7 @@ class Trace:
 
     prompt: str
     prompt_token_count: int
-    config: dict[str, Any]
+    config: DecodeConfig  # a dict (old traces, walkthrough files) is read as a DecodeConfig over the defaults
     models: dict[str, Any]
     tokens: list[TokenRecord] = field(default_factory=list)
     rounds: list[RoundRecord] = field(default_factory=list)
@@ -117,6 +130,21 @@ class Trace:
     fidelity: Fidelity | None = None
     plain_cost_units: float = 0.0  # what plain decoding would cost for these tokens (prefill included), same model
     rolled_back: list[TokenRecord] = field(default_factory=list)  # tokens an audit cut from the output, in order
+    cost_profile: str = DEFAULT_PROFILE  # the cost profile that priced every call (core/profiles), named once
+    cost_label: str = ""  # that profile's one-line label, for screens
+    prefill_units: float = 0.0  # what the full model's pass over the prompt costs (plain decoding pays it once)
+    equals_full_greedy: bool = False  # by construction the full model's own greedy output (see `exact_by_construction`)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.config, dict):
+            self.config = DecodeConfig.from_dict(self.config)
+
+    def plain_cost_after(self, tokens: int) -> float:
+        """What plain decoding pays for the first `tokens` tokens: the prompt's prefill, then one pass per token
+        (a trace recorded before the prefill was priced: one unit per token)."""
+        if not self.prefill_units:
+            return float(tokens)
+        return self.prefill_units + tokens - 1 if tokens else 0.0
 
     @property
     def text(self) -> str:
@@ -148,6 +176,13 @@ class Trace:
                 row[f"{role}_cost_units"] = sum(c.cost_units for c in mine)
             rows.append(row)
         return pd.DataFrame(rows)
+
+    def exact_by_construction(self) -> bool:
+        """Greedy, the exact rule, and every token decided by the full model or kept on trust and audited by it:
+        the output is then the full model's own greedy output (the engine stamps `equals_full_greedy` with it)."""
+        if not self.config.greedy or self.config.verify_rule != "exact":
+            return False
+        return all(t.tier == Tier.FULL or t.audit == Audit.AUDITED for t in self.tokens)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)

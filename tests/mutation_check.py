@@ -65,7 +65,7 @@ MUTANTS = (
     )),
     Mutant("tier rule with thresholds swapped", (
         Edit("core/decoding/tiers.py", (  # swap the parameter names: tier 1 reads tau_slim, tier 2 reads tau_accept
-            (r"(def assign_tier\([^)]*?)\btau_accept\b([^)]*?)\btau_slim\b", r"\1tau_slim\2tau_accept"),
+            (r"(def decide_tier\([^)]*?)\btau_accept\b([^)]*?)\btau_slim\b", r"\1tau_slim\2tau_accept"),
         )),
     )),
 )

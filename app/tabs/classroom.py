@@ -148,7 +148,7 @@ def _walkthrough(title: str, session: str, show_future: bool) -> dict:
 def _fix(title: str, session: str, show_future: bool) -> dict:
     before, after = _run_fix(title, session)
     w = _walkthroughs()[title]
-    copies = words.name("copy_evidence", after.config.get("copy_evidence"))
+    copies = words.name("copy_evidence", after.config.copy_evidence)
     heading = f"{walkthroughs.walkthrough_heading(w)} · **The fix:** copies {copies}"
     notes = walkthroughs.fix_notes(w, before, after, list(classroom.cuts_by_round(after)))
     return _opened(after, heading, notes, show_future)
@@ -209,9 +209,9 @@ class ClassroomTab:
             return self._keyed({"heading": message("No run yet: press Run in Generate & tune first.")})
         c = trace.config
         prompt = walkthroughs.walkthrough_heading({"title": "Your last run", "prompt": trace.prompt})
-        heading = (f"{prompt} · {words.name('mode', c['mode'])}, τ_accept {c['tau_accept']}, "
-                   f"τ_slim {c['tau_slim']}, γ {c['gamma']}"
-                   + (f", copies {words.name('copy_evidence', c.get('copy_evidence'))}" if c.get("drafter") == "ngram"
+        heading = (f"{prompt} · {words.name('mode', c.mode)}, τ_accept {c.tau_accept:g}, "
+                   f"τ_slim {c.tau_slim:g}, γ {c.gamma}"
+                   + (f", copies {words.name('copy_evidence', c.copy_evidence)}" if c.drafter == "ngram"
                       else ""))
         return self._keyed(_opened(trace, heading, "", show_future))
 

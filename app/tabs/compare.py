@@ -38,7 +38,7 @@ SCHEME_OUTPUTS = ("schemes_plot", "schemes_status", "points")
 def mode_label(mode: str, trace: Any = None, short: bool = False) -> str:
     """A human name for a mode; VIA-SD's says which thresholds it used (`short`: for the table)."""
     if mode == "via" and trace is not None:
-        a, s = trace.config["tau_accept"], trace.config["tau_slim"]
+        a, s = trace.config.tau_accept, trace.config.tau_slim
         return f"VIA-SD (τa {a:g}, τs {s:g})" if short else f"VIA-SD (τ_accept {a:g}, τ_slim {s:g})"
     return {"plain": "Plain", "sd": "Classic SD"}.get(mode, mode) if short else MODES.get(mode, mode)
 

@@ -125,7 +125,7 @@ def check_answers(visits: list[Visit], tokens: int) -> None:
             visit.error = f"got someone else's answer: {trace['prompt'][:60]!r} ({trace['config']['mode']})"
             continue
         bundle = bundle or load_bundle(trace["models"]["verifier"])
-        config = DecodeConfig(**trace["config"])
+        config = DecodeConfig.from_dict(trace["config"])
         expected = generate(bundle, visit.prompt, config, replay=False).token_ids
         got = [t["token_id"] for t in trace["tokens"]]
         if got != expected or len(got) > tokens:

@@ -191,11 +191,10 @@ def caption(trace: Trace, index: int, items: list[tuple[TokenRecord, str]], draf
     else:
         drafted = f"The drafter proposed {n} token{'s' * (n != 1)} of the chat template (no words)."
     opening = f"<p><b>Round {shown_round(index)} of {len(trace.rounds)}.</b> {html.escape(drafted)}</p>"
-    grouped = told(items, str(trace.config.get("mode", "via")), audits_copies(trace))
+    grouped = told(items, trace.config.mode, audits_copies(trace))
     points = "".join(f"<li data-reason='{html.escape(ts[0].reason)}' data-outcome='{html.escape(ts[0].outcome)}' "
                      f"data-tokens='{len(ts)}'>{html.escape(sentence)}</li>" for ts, sentence in grouped)
-    prefill_extra = max(0.0, trace.plain_cost_units - len(trace.tokens)) if trace.plain_cost_units else 0.0
-    plain_so_far = answer_tokens + prefill_extra  # plain pays the same prompt prefill, then one pass per token
+    plain_so_far = trace.plain_cost_after(answer_tokens)  # the same prompt prefill (recorded), then one pass a token
     speed = modelled_speedup(plain_so_far, cost_so_far)
     shown = "unbounded (no verifier ran)" if speed == float("inf") else f"{speed:.2f}×"
     audit = f" Its audit cut {cut} token{'s' * (cut != 1)} from the text (struck through)." if cut else ""

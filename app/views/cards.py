@@ -15,13 +15,12 @@ from app.views.render import audit_counts, audits_copies
 from core.decoding.tiers import Outcome
 from core.trace import Trace
 
-PARTIAL_STOPS = {"cancelled", "time-budget"}
-"""Stop reasons that mean the run did not finish: its metrics describe a partial result."""
-__all__ = ["PARTIAL_STOPS", "audit_summary", "headline_html", "is_partial", "metrics_html", "speed_text"]
+__all__ = ["audit_summary", "headline_html", "is_partial", "metrics_html", "speed_text"]
 
 
 def is_partial(trace: Trace | None) -> bool:
-    return trace is not None and (bool(getattr(trace, "partial", False)) or trace.stop_reason in PARTIAL_STOPS)
+    """The run stopped early (recorded: `Trace.partial`), so its numbers cover only the tokens it wrote."""
+    return trace is not None and trace.partial
 
 
 def _label(metric: str) -> str:

@@ -19,7 +19,7 @@ from app.views.reliability_chart import (
     prediction_text,
     reliability_figure,
 )
-from app.views.render import FINISHED, audits_copies
+from app.views.render import audits_copies
 from core.analysis import reliability
 from core.analysis.breakeven import RunPoint, break_even_alpha, explain_run
 from core.analysis.metrics import summarize
@@ -29,8 +29,6 @@ from core.models.loading import ModelBundle
 from core.trace import Trace
 
 log = logging.getLogger("viasd.app")
-PROFILE = None
-"""Cost profile of the modelled card and the break-even view: None = the modelled accelerator (core.tools.profile)."""
 
 
 def measure_reliability(bundle: ModelBundle, trace: Trace, config: DecodeConfig) -> ReliabilityData | None:
@@ -47,7 +45,7 @@ def measure_reliability(bundle: ModelBundle, trace: Trace, config: DecodeConfig)
 def insight_updates(bundle: ModelBundle, trace: Trace, config: DecodeConfig, data: ReliabilityData | None
                     ) -> dict[str, Any]:
     """The panel's outputs for a finished trace."""
-    explanation = explain_run(bundle, trace, PROFILE)
+    explanation = explain_run(trace)  # priced by the run's own profile, recorded per call
     return {
         "why": f"**Why this speed:** {why_sentence(trace, explanation.point, explanation.profile_label)}",
         "breakeven_plot": breakeven_figure(explanation.point, profile_label=explanation.profile_label,
@@ -68,7 +66,7 @@ def why_sentence(trace: Trace, point: RunPoint | None, profile_label: str = "") 
     only drafts a verifier judged, so it is named as that, beside the card's share of drafts rejected."""
     m = summarize(trace)
     h = headline(trace, m)
-    if trace.config.get("mode") == "plain" or not trace.rounds:
+    if trace.config.mode == "plain" or not trace.rounds:
         return "Plain decoding: one full pass per token, the baseline every speed-up is measured against."
     parts = [f"Modelled speed-up {speed_text(h.speedup)} over plain.", drafts_sentence(h)]
     if point is not None:
@@ -109,7 +107,7 @@ def audit_sentence(trace: Trace, h: Headline | None = None) -> str:
     if identical is not None:
         return text + (" The output is identical to the full model's own (measured)." if identical else
                        " The output differs from the full model's own (measured; see the fidelity card).")
-    if trace.config.get("temperature", 0.0) == 0.0 and trace.stop_reason in FINISHED:
+    if trace.equals_full_greedy:  # recorded by the engine: greedy, exact, every copy audited
         return text + " So the output equals the full model's."
     return text
 

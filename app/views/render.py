@@ -7,12 +7,10 @@ tier, outcome and the three confidences; `data-*` attributes make the same facts
 
 Audited copies (`copy_evidence="audit"`): a prompt-lookup copy that tier 1 or 2 kept is on the page
 before any full-model check. It carries a line above it (kept on trust) and, until a full pass has
-run after it, a dashed box (its audit is pending); its tooltip says which. The engine records no
-per-token audit verdict, so the state is read from the trace: a trusted copy is audited once a later
-token was decided by the full model (that pass audits every copy waiting) or the run finished (the
-engine never ends an answer unaudited). A refused copy is gone from the output; what replaced it is a
-full-model correction whose reason is `audit-refused`. Cut tokens are drawn struck through where a
-view shows them (the Classroom, in the round that cut them).
+audited it, a dashed box (its audit is pending); its tooltip says which. The state is the one the
+engine recorded per token (`TokenRecord.audit`, a `core.decoding.tiers.Audit`). A refused copy is
+gone from the output; what replaced it is a full-model correction whose reason is `audit-refused`.
+Cut tokens are drawn struck through where a view shows them (the Classroom, in the round that cut them).
 """
 
 from __future__ import annotations
@@ -22,7 +20,7 @@ import re
 from collections import Counter
 from collections.abc import Collection
 
-from core.decoding.tiers import OUTCOME_TIER, Outcome, Reason, Tier
+from core.decoding.tiers import OUTCOME_TIER, Audit, Outcome, Reason, Tier
 from core.trace import TokenRecord, Trace
 
 TOKENS_ELEM_ID = "viasd-tokens"
@@ -43,14 +41,14 @@ TIER_NAMES = {Tier.DRAFT: "tier 1: direct accept", Tier.SLIM: "tier 2: slim veri
               Tier.FULL: "tier 3: full verifier"}
 SPECIAL_TOKEN = re.compile(r"^\s*(<\|[^|<>]{1,40}\|>|</?s>|<eos>|<end_of_turn>|<\|endoftext\|>)\s*$")
 """Text of a special (control) token such as <|im_end|>: drawn as a small end marker, never as words."""
-FINISHED = ("eos", "max_new_tokens")
-"""Stop reasons of a run that ended normally (the engine audits every trusted copy before that)."""
 TRUST = {
     "audited": "kept on trust (a prompt-lookup copy, no model checked it first); the full model's next pass "
                "audited it and it stands",
     "awaiting": "kept on trust (a prompt-lookup copy, no model checked it yet); the full model's next pass will "
                 "audit it, and cut the text back here if it refuses",
 }
+SHOWN_TRUST = {Audit.AUDITED: "audited", Audit.TRUSTED: "awaiting"}
+"""A recorded audit state -> its TRUST entry (a copy kept on trust still in the output)."""
 CUT = ("cut by the audit: the full model refused this copy or an earlier one, so the text was cut back and the "
        "full model's own token written instead")
 
@@ -91,7 +89,7 @@ def token_title(t: TokenRecord, trust: str = "", cut: bool = False) -> str:
 
 def token_span(t: TokenRecord, extra_class: str = "", trust: str = "", cut: bool = False) -> str:
     """One token as a styled span with a tooltip and data attributes; a control token as an end marker.
-    `trust` is "audited" or "awaiting" for a copy kept on trust (`audit_states`); `cut`: an audit cut it."""
+    `trust` is "audited" or "awaiting" for a copy kept on trust (`trust_of`); `cut`: an audit cut it."""
     special = is_special(t)
     classes = " ".join(c for c in ("tok", "replaced" if t.outcome in REPLACED else "", "special" if special else "",
                                    "trusted" if trust else "", "awaiting" if trust == "awaiting" else "",
@@ -105,34 +103,19 @@ def token_span(t: TokenRecord, extra_class: str = "", trust: str = "", cut: bool
 
 def audits_copies(trace: Trace) -> bool:
     """Whether this run kept prompt-lookup copies on trust for the full model to audit (copy_evidence "audit")."""
-    return trace.config.get("copy_evidence") == "audit" and trace.config.get("drafter") == "ngram" \
-        and trace.config.get("mode", "via") == "via"
+    c = trace.config
+    return c.copy_evidence == "audit" and c.drafter == "ngram" and c.mode == "via"
 
 
-def audit_states(trace: Trace, tokens: list[TokenRecord] | None = None) -> dict[int, str]:
-    """Index in `tokens` (default: the trace's output) -> "audited" / "awaiting" for each copy kept on trust.
-
-    Read from the trace as the module docstring says: audited when a later token of the output was
-    decided by the full model, or when the run finished; otherwise the audit is still pending.
-    """
-    tokens = trace.tokens if tokens is None else tokens
-    if not audits_copies(trace):
-        return {}
-    finished = trace.stop_reason in FINISHED
-    states, full_after = {}, False
-    for i in range(len(tokens) - 1, -1, -1):
-        t = tokens[i]
-        if t.tier == Tier.FULL:
-            full_after = True
-        elif t.reason != Reason.AUDIT_REFUSED:
-            states[i] = "audited" if finished or full_after else "awaiting"
-    return states
+def trust_of(t: TokenRecord) -> str:
+    """"audited" / "awaiting" for a copy kept on trust (its recorded audit state), else ""."""
+    return SHOWN_TRUST.get(t.audit, "")
 
 
 def audit_counts(trace: Trace) -> tuple[int, int, int]:
     """(copies kept on trust still in the output, tokens the audit cut, its refusals) of an audited run."""
     refusals = sum(1 for t in trace.tokens if t.reason == Reason.AUDIT_REFUSED)
-    return len(audit_states(trace)), len(trace.rolled_back), refusals
+    return sum(1 for t in trace.tokens if trust_of(t)), len(trace.rolled_back), refusals
 
 
 def tokens_html(trace: Trace | None, current_round: int | None = None, placeholder: str = "",
@@ -148,13 +131,13 @@ def tokens_html(trace: Trace | None, current_round: int | None = None, placehold
     if trace is None or not trace.tokens:
         text = html.escape(placeholder or "The generated text appears here, each token coloured by its tier.")
         return f'<div id="{elem_id}" class="viasd-tokens" data-tokens="0"><span class="placeholder">{text}</span></div>'
-    spans, states, cut_ids = [], audit_states(trace), {id(t) for t in cut}
-    for i, t in enumerate(trace.tokens):
+    spans, cut_ids = [], {id(t) for t in cut}
+    for t in trace.tokens:
         extra = ""
         if current_round is not None:
             extra = "current" if t.round == current_round else "faded" if t.round > current_round else ""
         struck = id(t) in cut_ids
-        spans.append(token_span(t, extra, "" if struck else states.get(i, ""), struck))
+        spans.append(token_span(t, extra, "" if struck else trust_of(t), struck))
     stale = pending.tokens[len(trace.tokens):] if pending is not None and trace.stop_reason == "running" else []
     if stale:
         spans.append('<span class="pending" title="from the previous settings; being re-routed">'

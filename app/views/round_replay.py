@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from app.views import captions, words
 from app.views.render import REPLACED, audits_copies, shown_round, token_style
-from core.decoding.tiers import Reason
+from core.decoding.tiers import Audit, Reason
 from core.trace import TokenRecord, Trace
 
 EMPTY = "Load a walkthrough or use your last run to start the replay."
@@ -31,28 +31,24 @@ def trace_decoder(trace: Trace) -> Decode:
 
 
 def cuts_by_round(trace: Trace) -> dict[int, list[TokenRecord]]:
-    """Round index -> the tokens that round's audit cut, in output order.
-
-    `Trace.rolled_back` lists every cut token in order; per round, first the `RoundRecord.rolled_back`
-    tokens of earlier rounds, then the round's own tokens past the refused copy (only a round whose
-    audit refused, i.e. that wrote an audit-refused correction, has those).
-    """
-    refusing = {t.round for t in trace.tokens if t.reason == Reason.AUDIT_REFUSED}
-    cuts, cut, pointer = {}, trace.rolled_back, 0
-    for r in trace.rounds:
-        mine = list(cut[pointer:pointer + r.rolled_back])
-        pointer += len(mine)
-        while r.index in refusing and pointer < len(cut) and cut[pointer].round == r.index:
-            mine.append(cut[pointer])
-            pointer += 1
-        if mine:
-            cuts[r.index] = mine
+    """Round index -> the tokens that round's audit cut, in output order (each cut token records the round
+    that cut it: `TokenRecord.audit_round`)."""
+    cuts: dict[int, list[TokenRecord]] = {}
+    for t in trace.rolled_back:
+        if t.audit in (Audit.REFUSED, Audit.CUT) and t.audit_round is not None:
+            cuts.setdefault(t.audit_round, []).append(t)
     return cuts
 
 
-def _cut_in(cuts: dict[int, list[TokenRecord]]) -> dict[int, int]:
-    """id(token) -> index of the round whose audit cut it (from `cuts_by_round`)."""
-    return {id(t): r for r, tokens in cuts.items() for t in tokens}
+def _cut_in(t: TokenRecord) -> int | None:
+    """The round whose audit cut `t` (recorded), or None when no audit cut it."""
+    return t.audit_round if t.audit in (Audit.REFUSED, Audit.CUT) else None
+
+
+def _as_of(t: TokenRecord, index: int) -> TokenRecord:
+    """`t` with the audit state it had after round `index` (a later round's audit still pending)."""
+    state = t.audit_at(index)
+    return t if state == t.audit else replace(t, audit=state)
 
 
 def visible_trace(trace: Trace, index: int, show_future: bool) -> Trace:
@@ -60,19 +56,17 @@ def visible_trace(trace: Trace, index: int, show_future: bool) -> Trace:
 
     The text is the output as it stood after that round: copies a later audit cut are still there, and
     the tokens this round's audit cut stand struck through before its correction (they are the
-    returned trace's `rolled_back`). Until the last round the run is shown as running, so a copy kept
-    on trust reads "audit pending" until a full pass has audited it.
+    returned trace's `rolled_back`). Until the last round the run is shown as running, and each copy kept
+    on trust shows the audit state it had then (recorded: `TokenRecord.audit_at`).
     """
     if show_future:
         return trace
-    cuts = cuts_by_round(trace)
-    cut_in = _cut_in(cuts)
-    standing = [t for t in trace.tokens if t.round <= index]
-    standing += [t for t in trace.rolled_back if t.round <= index and cut_in.get(id(t), -1) > index]
+    standing = [_as_of(t, index) for t in trace.tokens if t.round <= index]
+    standing += [_as_of(t, index) for t in trace.rolled_back if t.round <= index and (t.audit_round or 0) > index]
     correction = [t for t in standing if t.round == index and t.reason == Reason.AUDIT_REFUSED]
     rest = sorted((t for t in standing if t.round != index or t.reason != Reason.AUDIT_REFUSED),
                   key=lambda t: t.position)
-    struck = cuts.get(index, [])
+    struck = cuts_by_round(trace).get(index, [])
     last = index >= len(trace.rounds) - 1
     return replace(trace, tokens=rest + struck + correction, rolled_back=struck,
                    stop_reason=trace.stop_reason if last else "running")
@@ -109,10 +103,9 @@ def round_view(trace: Trace | None, index: int, decode: Decode) -> tuple[str, st
     if trace is None or not trace.rounds:
         return "", f"<div class='viasd-caption'><p>{EMPTY}</p></div>"
     index = max(0, min(int(index), len(trace.rounds) - 1))
-    rnd, mode, audited = trace.rounds[index], str(trace.config.get("mode", "via")), audits_copies(trace)
-    slim_on = float(trace.config.get("tau_slim", 0.5)) < 1.0
+    rnd, mode, audited = trace.rounds[index], trace.config.mode, audits_copies(trace)
+    slim_on = trace.config.tau_slim < 1.0
     cuts = cuts_by_round(trace)
-    cut_in = _cut_in(cuts)
     # the round's tokens as it wrote them: those still in the output, those an audit cut, its correction last
     toks = sorted([t for t in [*trace.tokens, *trace.rolled_back] if t.round == index],
                   key=lambda t: (t.reason == Reason.AUDIT_REFUSED, t.position))
@@ -128,7 +121,7 @@ def round_view(trace: Trace | None, index: int, decode: Decode) -> tuple[str, st
         if t is None:  # never reached the text: name the word whose rejection dropped it
             rows.append(_row(str(j + 1), shown, None, dropped=captions.dropped_note(*culprit)))
             continue
-        rows.append(_row(str(j + 1), shown, t, cut_in.get(id(t))))
+        rows.append(_row(str(j + 1), shown, t, _cut_in(t)))
         items.append((t, captions.explain_token(t, draft_text, mode, audited=audited, slim_on=slim_on)))
         if t.outcome in REPLACED:
             culprit = (t, draft_text)
@@ -141,7 +134,7 @@ def round_view(trace: Trace | None, index: int, decode: Decode) -> tuple[str, st
     extra = drafted[len(rnd.draft_tokens):] + ([refusal] if refusal is not None else [])
     for t in extra:  # bonus token, the single token of a round with no draft, an audit's correction
         refused = refused_copy if t.reason == Reason.AUDIT_REFUSED else None
-        rows.append(_row("+", "(none)", t, cut_in.get(id(t))))
+        rows.append(_row("+", "(none)", t, _cut_in(t)))
         items.append((t, captions.explain_token(t, refused.text if refused else None, mode, audited=audited,
                                                 cut=len(cuts.get(index, [])), slim_on=slim_on)))
     table = ("<div class='viasd-round' id='viasd-round'><table><tr><th>#</th><th>draft word</th>"

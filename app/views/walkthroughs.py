@@ -66,15 +66,14 @@ def _fidelity(m: dict) -> str:
     return same
 
 
-def _setting(config: dict) -> str:
-    copies = (f"copies {words.name('copy_evidence', config['copy_evidence'])}, " if config.get("drafter") == "ngram"
-              and config.get("copy_evidence") else "")
-    return f"{copies}γ {config.get('gamma')}, τ_accept {config.get('tau_accept')}, τ_slim {config.get('tau_slim')}"
+def _setting(config: DecodeConfig) -> str:
+    copies = f"copies {words.name('copy_evidence', config.copy_evidence)}, " if config.drafter == "ngram" else ""
+    return f"{copies}γ {config.gamma}, τ_accept {config.tau_accept:g}, τ_slim {config.tau_slim:g}"
 
 
 def fix_notes(walkthrough: dict, before: Trace, after: Trace, cut_rounds: list[int]) -> str:
     """Markdown below the fix's replay: what the fix changed, measured on the two runs, then its talking points.
-    `cut_rounds`: indexes of the rounds whose audit cut tokens in `after` (round_replay.cuts_by_round)."""
+    `cut_rounds`: indexes of the rounds whose audit cut tokens in `after` (recorded per cut token)."""
     b, a = summarize(before), summarize(after)
     copies = headline(after, a).copies
     audit = ""

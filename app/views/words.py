@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.decoding.policies import Why
-from core.decoding.tiers import Outcome, Reason, Tier
+from core.decoding.tiers import Outcome, Reason, Tier, Why
 
 
 @dataclass(frozen=True)
@@ -82,11 +81,9 @@ VERDICTS: dict[str, Term] = {
                                                       "full model's distribution exact."),
     Why.RESAMPLED.value: Term("redrawn by chance rule",
                               "Sampling: rejected, and redrawn from what the drafter under-weighted."),
-    "draft trusted, no verifier ran": Term("no verifier ran", "Kept as drafted: no verifier looked at it."),
-    "full verifier's own next token": Term("the full model's next word", "A free extra word from the full pass."),
+    Why.TRUSTED.value: Term("no verifier ran", "Kept as drafted: no verifier looked at it."),
+    Why.OWN_TOKEN.value: Term("the full model's next word", "A free extra word from the full pass."),
 }
-AUDIT_REFUSED_PREFIX = "audit refused a trusted copy"
-"""The engine's verdict for an audit's correction starts with this, then the rule's own verdict in brackets."""
 
 STOPS: dict[str, Term] = {
     "eos": Term("the model ended its answer", "The model wrote its end-of-answer marker."),
@@ -143,6 +140,8 @@ DRAFTERS: dict[str, Term] = {
     "self": Term("the model itself, layers skipped", "The verifier with many layers skipped drafts for itself."),
     "model": Term("a smaller model", "A separate small model with the same tokenizer drafts."),
     "ngram": Term("prompt lookup (copying)", "Copies what followed the same words earlier in the text; free."),
+    "hybrid": Term("copying, else a smaller model", "Copies from the text when it matches, and asks a smaller "
+                                                    "model with the same tokenizer otherwise."),
 }
 
 COPY_EVIDENCE: dict[str, Term] = {
@@ -175,10 +174,7 @@ def term(kind: str, code: object) -> Term:
     key: object = getattr(code, "value", code)
     if kind == "tier":
         key = Tier(code) if code in set(Tier) else code
-    found = _TABLES[kind].get(key)
-    if found is None and kind == "verdict" and str(code).startswith(AUDIT_REFUSED_PREFIX):
-        return Term(REASONS[Reason.AUDIT_REFUSED].name, REASONS[Reason.AUDIT_REFUSED].meaning)
-    return found or Term(str(key), "")
+    return _TABLES[kind].get(key) or Term(str(key), "")
 
 
 def name(kind: str, code: object) -> str:

@@ -9,13 +9,14 @@ verification that costs v passes per round, and each draft token kept with proba
 so the expected speed-up over plain decoding (1 pass per token) is E / (gamma*c + v). It is >= 1
 only above a break-even acceptance for a given drafter cost, or below a break-even drafter cost
 for a given acceptance. A trace gives this run's point: alpha from the tokens the verifiers
-judged, c and v from its calls priced by a cost profile (core.decoding.cost).
+judged, c and v from its calls as the engine priced them, once, by the run's cost profile.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.analysis.metrics import summarize
 from core.decoding.cost import CostModel
 from core.decoding.layer_routes import decoder_layers
 from core.decoding.tiers import Outcome
@@ -88,13 +89,13 @@ class RunPoint:
         return expected_speedup(self.alpha, self.cost, self.gamma, self.verify)
 
 
-def run_point(trace: Trace, costs: CostModel, drafter: object | None = None) -> RunPoint | None:
-    """The trace's (alpha, c, v) priced by `costs`; None for a run that drafted nothing (plain).
+def run_point(trace: Trace) -> RunPoint | None:
+    """The trace's (alpha, c, v) from its recorded call costs; None for a run that drafted nothing (plain).
 
     Refusals are the tokens a verifier regenerated or corrected; drafts discarded after a refusal
     were never judged, so alpha counts only kept and refused ones (the geometric estimate). Each
-    model's prompt prefill is left out (every method pays it once); rounds with no draft (prompt
-    lookup found nothing) are plain steps and are left out too."""
+    model's prompt prefill (`CallRecord.prefill_units`) is left out (every method pays it once); rounds
+    with no draft (prompt lookup found nothing) are plain steps and are left out too."""
     rounds = [r for r in trace.rounds if r.drafted]
     drafted = sum(r.drafted for r in rounds)
     if not drafted:
@@ -104,27 +105,19 @@ def run_point(trace: Trace, costs: CostModel, drafter: object | None = None) -> 
     direct = sum(t.outcome == Outcome.DIRECT_ACCEPT.value for t in trace.tokens)
 
     def units(role: str) -> float:
-        model = drafter if role == "drafter" and drafter is not None else costs.verifier
-        calls = [(r.drafted, c) for r in trace.rounds for c in r.calls if c.role == role]
-        total = 0.0
-        for i, (drafted, c) in enumerate(calls):
-            tokens = c.tokens_processed
-            if i == 0:  # the role's first pass also reads the prompt: leave that prefill out, paid by every method
-                tokens = max(1, tokens - trace.prompt_token_count + 1)
-            total += costs.cost_units(model, c.layers, tokens) if drafted else 0.0
-        return total
+        return sum(c.cost_units - c.prefill_units for r in rounds for c in r.calls if c.role == role)
 
     return RunPoint(alpha=kept / (kept + refused) if kept + refused else 0.0, cost=units("drafter") / drafted,
-                    gamma=drafted / len(rounds), configured_gamma=int(trace.config.get("gamma", 1)),
+                    gamma=drafted / len(rounds), configured_gamma=trace.config.gamma,
                     verify=(units("slim") + units("full")) / len(rounds),
                     drafted=drafted, kept=kept, refused=refused, draft_rounds=len(rounds),
                     direct_share=direct / kept if kept else 0.0)
 
 
-def explain(trace: Trace, costs: CostModel, drafter: object | None = None) -> str:
+def explain(trace: Trace) -> str:
     """One sentence saying what made this run fast or slow, with the numbers that decide it."""
-    point = run_point(trace, costs, drafter)
-    if trace.config.get("mode") == "plain" or not trace.rounds:
+    point = run_point(trace)
+    if trace.config.mode == "plain" or not trace.rounds:
         return "Plain decoding: one full pass per token, the baseline every speed-up is measured against."
     if point is None:
         return ("Nothing was drafted (prompt lookup found no earlier text to copy), so every token cost a full "
@@ -150,7 +143,7 @@ def explain(trace: Trace, costs: CostModel, drafter: object | None = None) -> st
     extra = (f" Tier 1 accepted {point.direct_share:.0%} of the kept drafts with no verifier."
              if point.direct_share > 0 else "")
     drafts = f"{point.gamma:.1f} drafted per round, gamma {point.configured_gamma}"
-    return f"{head}{tail} ({drafts}; {costs.profile.name} profile).{extra}"
+    return f"{head}{tail} ({drafts}; {trace.cost_profile} profile).{extra}"
 
 
 @dataclass(frozen=True)
@@ -163,14 +156,12 @@ class Explanation:
     profile_label: str
 
 
-def explain_run(bundle: object, trace: Trace, profile: object | None = None) -> Explanation:
-    """One call for a UI: price `trace` with `profile` (a name in core/profiles, a CostProfile, or None for
-    the modelled accelerator) and return the sentence, the run's point and the predicted speed-up."""
-    costs = CostModel(bundle.verifier.model, profile)
-    drafter = bundle.drafter.model if getattr(bundle, "drafter", None) is not None else None
-    drafter = drafter if trace.config.get("drafter") == "model" else None
-    return Explanation(sentence=explain(trace, costs, drafter), point=run_point(trace, costs, drafter),
-                       predicted_speedup=costs.predicted_speedup(trace, drafter), profile_label=costs.label)
+def explain_run(trace: Trace) -> Explanation:
+    """One call for a UI: the sentence, the run's point and its speed-up over plain, all read from the calls
+    as the engine priced them (by the run's profile, `Trace.cost_profile`)."""
+    return Explanation(sentence=explain(trace), point=run_point(trace),
+                       predicted_speedup=summarize(trace)["modelled_speedup"],
+                       profile_label=trace.cost_label or trace.cost_profile)
 
 
 def lookup_ceiling(trace: Trace, costs: CostModel) -> float:
@@ -181,19 +172,18 @@ def lookup_ceiling(trace: Trace, costs: CostModel) -> float:
     token with no draft), covering the whole stretch, and drafts nothing that is refused. No
     drafter, threshold or audit can beat it with the same verifier; on a CPU, where a pass has a
     large fixed cost, its bound is what prompt lookup can still win over classic SD. Priced by
-    `costs`; the run's own calls are priced the same way.
+    `costs`; the run's own calls are priced the same way (`CostModel.calls_cost`: `costs` may be another
+    profile than the run's).
     """
     full = costs.verifier
     layers = len(decoder_layers(full))
-    first = trace.rounds[0] if trace.rounds else None
-    prefill = (first.calls[0].tokens_processed - first.drafted) if first and first.calls else trace.prompt_token_count
     own = {Outcome.FULL_CORRECT.value, Outcome.PLAIN.value}
     # The prefill writes token 0; each later token of the model's own is written by a pass over the stretch
     # since the previous one; one last pass checks the copies after the last (none when the answer ends on its own).
     cuts = [i for i, t in enumerate(trace.tokens) if i > 0 and t.outcome in own]
     bounds = [0, *cuts, len(trace.tokens)]
-    oracle = costs.cost_units(full, layers, max(prefill, 1))
+    oracle = costs.cost_units(full, layers, max(trace.prompt_token_count, 1))
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):
         if b > a and not (b == len(trace.tokens) and a == b - 1 and trace.tokens[a].outcome in own):
             oracle += costs.cost_units(full, layers, b - a)
-    return costs.trace_cost(trace) / oracle if oracle else 1.0
+    return costs.calls_cost(trace) / oracle if oracle else 1.0

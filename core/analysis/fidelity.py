@@ -48,12 +48,12 @@ def greedy_reference(bundle: ModelBundle, prompt_ids: list[int], max_new_tokens:
 
 
 def _prompt_ids(bundle: ModelBundle, trace: Trace) -> list[int]:
-    return encode_prompt(bundle.verifier.tokenizer, trace.prompt, trace.config.get("chat_template", True))
+    return encode_prompt(bundle.verifier.tokenizer, trace.prompt, trace.config.chat_template)
 
 
 def reference_continuation(bundle: ModelBundle, trace: Trace, use_memo: bool = True) -> list[int]:
     """The full model's plain greedy output for the trace's prompt and length."""
-    return greedy_reference(bundle, _prompt_ids(bundle, trace), int(trace.config["max_new_tokens"]), use_memo)
+    return greedy_reference(bundle, _prompt_ids(bundle, trace), trace.config.max_new_tokens, use_memo)
 
 
 def teacher_forced(bundle: ModelBundle, prompt_ids: list[int], output_ids: list[int],

@@ -20,6 +20,7 @@ import pandas as pd
 from core.analysis.fidelity import attach_fidelity
 from core.analysis.metrics import measured_speedup, summarize
 from core.config import DecodeConfig
+from core.decoding.cost_profiles import CostProfile
 from core.decoding.engine import generate
 from core.decoding.policies import exact_alpha
 from core.errors import ConfigError
@@ -29,7 +30,8 @@ from core.trace import Trace
 
 def compare(bundle: ModelBundle, prompt: str, config: DecodeConfig, *, replay: bool = False,
             should_stop: Callable[[], bool] | None = None,
-            on_progress: Callable[[int, int], None] | None = None) -> dict[str, Trace]:
+            on_progress: Callable[[int, int], None] | None = None,
+            profile: CostProfile | str | None = None) -> dict[str, Trace]:
     """Plain, classic SD and VIA-SD on the same prompt, in one run, each with fidelity measured.
 
     With replay=False every pass runs for real, so the tokens/s columns are comparable. A stop
@@ -39,7 +41,8 @@ def compare(bundle: ModelBundle, prompt: str, config: DecodeConfig, *, replay: b
     for done, mode in enumerate(("plain", "sd", "via")):
         if should_stop is not None and should_stop():
             break
-        traces[mode] = generate(bundle, prompt, config.with_(mode=mode), replay=replay, should_stop=should_stop)
+        traces[mode] = generate(bundle, prompt, config.with_(mode=mode), replay=replay, should_stop=should_stop,
+                                profile=profile)
         if on_progress is not None:
             on_progress(done + 1, 3)
     if should_stop is not None and should_stop():

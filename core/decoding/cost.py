@@ -60,8 +60,10 @@ class CostModel:
         full = len(decoder_layers(self.verifier))
         return self.cost_units(self.verifier, full, prompt_tokens) + (new_tokens - 1)
 
-    def trace_cost(self, trace: Trace, drafter: torch.nn.Module | None = None) -> float:
-        """Units of every call in a trace, re-priced under this profile from its layers and tokens.
+    def calls_cost(self, trace: Trace, drafter: torch.nn.Module | None = None) -> float:
+        """Units of every call in a trace under THIS profile, which may differ from the run's: the engine prices
+        each call once, by the run's profile (`CallRecord.cost_units`), and everything that shows a run reads
+        that; this is only for comparing profiles side by side (the benchmark's pred. and accel. columns).
 
         `drafter` is the separate drafter model when the run used one (else calls price as the verifier)."""
         total = 0.0
@@ -72,7 +74,7 @@ class CostModel:
         return total
 
     def predicted_speedup(self, trace: Trace, drafter: torch.nn.Module | None = None) -> float:
-        """Speed-up over plain decoding that this profile predicts for the trace's calls."""
-        cost = self.trace_cost(trace, drafter)
+        """Speed-up over plain decoding that this profile predicts for the trace's calls (see `calls_cost`)."""
+        cost = self.calls_cost(trace, drafter)
         plain = self.plain_cost(trace.prompt_token_count, len(trace.tokens))
         return plain / cost if cost else float("inf")

@@ -42,37 +42,21 @@ Prompt lookup has no p. As in core.decoding.sampling, it counts as p = one-hot a
 * OPT: TV = 1 - q(x), so it defers when max q - 1 > alpha * (1 - q(x)).
 
 Every rule answers `judge(q, token, p, best) -> Verdict`; `best` is q's argmax, already on the host.
-`Verdict.why` (a `Why` value) is what the trace records per token as `TokenRecord.verdict`.
+`Verdict.why` (a `core.decoding.tiers.Why`, re-exported here) is what the trace records per token as
+`TokenRecord.verdict`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from enum import Enum
 from functools import partial
 
 import torch
 
 from core.decoding.sampling import Sampler, Verdict, aligned, verify
+from core.decoding.tiers import Why
 from core.errors import ConfigError
-
-
-class Why(str, Enum):
-    """What a lossy rule said about a draft token (recorded per token; printed as its value)."""
-
-    ARGMAX = "argmax"  # the verifier's own top choice: kept by every rule
-    WITHIN_ROLLBACK = "within rollback"  # BiLD: not the argmax, but -log q(x) <= rollback threshold
-    ROLLED_BACK = "rolled back"  # BiLD: -log q(x) > rollback: replaced by the verifier's choice
-    NOT_DEFERRED = "not deferred: draft kept"  # cascade: pi = p, so the draft stands
-    NOT_DEFERRED_REPLACED = "not deferred: drafter's argmax"  # cascade, greedy, draft was not p's argmax
-    DEFERRED_KEPT = "deferred: argmax"  # cascade: pi = q and the draft is q's argmax
-    DEFERRED_REPLACED = "deferred: argmax differs"  # cascade: pi = q and the draft is not q's argmax
-    RATIO_KEPT = "accepted w.p. min(1, q/p)"  # sampling, target q (deferred, or BiLD beyond rollback)
-    RESAMPLED = "resampled from max(0, q - p)"  # sampling: replaced from the residual
-
-    def __str__(self) -> str:
-        return str(self.value)
 
 
 def _draft_distribution(q: torch.Tensor, token: int, p: torch.Tensor | None) -> torch.Tensor:
@@ -88,9 +72,9 @@ def _draft_distribution(q: torch.Tensor, token: int, p: torch.Tensor | None) -> 
 def _exact(sampler: Sampler, q: torch.Tensor, token: int, p: torch.Tensor | None, best: int) -> Verdict:
     """Classic SD against q, the lossless rule each lossy rule falls back to (greedy: a cascade that deferred)."""
     if sampler.greedy:
-        return Verdict(best == token, best, Why.DEFERRED_KEPT.value if best == token else Why.DEFERRED_REPLACED.value)
+        return Verdict(best == token, best, Why.DEFERRED_KEPT if best == token else Why.DEFERRED_REPLACED)
     accepted, out = verify(sampler, q, token, p)  # verify aligns p to q's vocabulary
-    return Verdict(accepted, out, Why.RATIO_KEPT.value if accepted else Why.RESAMPLED.value)
+    return Verdict(accepted, out, Why.RATIO_KEPT if accepted else Why.RESAMPLED)
 
 
 class BildRule:
@@ -109,11 +93,11 @@ class BildRule:
 
     def judge(self, q: torch.Tensor, token: int, p: torch.Tensor | None, best: int) -> Verdict:
         if self.sampler.greedy and token == best:
-            return Verdict(True, token, Why.ARGMAX.value)
+            return Verdict(True, token, Why.ARGMAX)
         if self.distance(q, token) <= self.rollback:
-            return Verdict(True, token, Why.WITHIN_ROLLBACK.value)
+            return Verdict(True, token, Why.WITHIN_ROLLBACK)
         if self.sampler.greedy:
-            return Verdict(False, best, Why.ROLLED_BACK.value)
+            return Verdict(False, best, Why.ROLLED_BACK)
         return _exact(self.sampler, q, token, p, best)
 
 
@@ -157,9 +141,9 @@ class CascadeRule:
         if self.defers(q, p_full):
             return _exact(self.sampler, q, token, p, best)
         if not self.sampler.greedy:  # pi = p: min(1, p(x) / p(x)) = 1, the draft is always kept
-            return Verdict(True, token, Why.NOT_DEFERRED.value)
+            return Verdict(True, token, Why.NOT_DEFERRED)
         top = int(torch.argmax(p_full))  # greedy drafters draft p's argmax, so this keeps the draft
-        return Verdict(top == token, top, Why.NOT_DEFERRED.value if top == token else Why.NOT_DEFERRED_REPLACED.value)
+        return Verdict(top == token, top, Why.NOT_DEFERRED if top == token else Why.NOT_DEFERRED_REPLACED)
 
 
 LOSSY_RULES = {

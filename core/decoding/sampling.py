@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import torch
 
+from core.decoding.tiers import Why
+
 
 class Sampler:
     """Temperature / top-p distribution and a seeded random stream for one run."""
@@ -65,11 +67,11 @@ def aligned(q: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class Verdict:
-    """A verifier's decision on one draft token: keep it, or emit `token` instead; `why` is recorded."""
+    """A verifier's decision on one draft token: keep it, or emit `token` instead; `why` (a `Why`) is recorded."""
 
     accepted: bool
     token: int
-    why: str
+    why: Why
 
 
 class ExactRule:
@@ -83,9 +85,9 @@ class ExactRule:
     def judge(self, q: torch.Tensor, token: int, p: torch.Tensor | None, best: int) -> Verdict:
         """`q` is the verifier's distribution at this position, `best` its argmax (already on the host)."""
         if self.sampler.greedy:
-            return Verdict(best == token, best, "argmax" if best == token else "argmax differs")
+            return Verdict(best == token, best, Why.ARGMAX if best == token else Why.ARGMAX_DIFFERS)
         accepted, out = verify(self.sampler, q, token, p)
-        return Verdict(accepted, out, "accepted w.p. min(1, q/p)" if accepted else "resampled from max(0, q - p)")
+        return Verdict(accepted, out, Why.RATIO_KEPT if accepted else Why.RESAMPLED)
 
 
 def verify(sampler: Sampler, q: torch.Tensor, token: int, p: torch.Tensor | None) -> tuple[bool, int]:

@@ -37,6 +37,7 @@ class ScorerCall:
     layers: int
     wall_s: float
     from_memo: bool
+    prefill: bool = False  # the scorer's first pass: it read the prompt
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:
@@ -83,7 +84,8 @@ class Scorer:
         # Logical ledger: a real cache would keep the common prefix and process the rest.
         keep = min(_common_prefix(self._logical_tokens, tokens[:last]), first - 1)
         self._logical_tokens = list(tokens[:last])
-        call = ScorerCall(tokens_processed=last - keep, layers=len(self.route.layers), wall_s=0.0, from_memo=True)
+        call = ScorerCall(tokens_processed=last - keep, layers=len(self.route.layers), wall_s=0.0, from_memo=True,
+                          prefill=keep == 0)
 
         if self.memo is not None and self.read_memo:
             found = [self.memo.get(self.memo_key, p) for p in wanted]

@@ -1,8 +1,9 @@
-"""The tier vocabulary and the pure routing rule; the engine's round applies it token by token.
+"""The tier vocabulary and the pure tier rule (`decide_tier`); the engine's round applies it token by token.
 
 Every name a trace, a chart or a caption uses for "who decided" and "why" is defined here once:
-`Tier` (who), `Outcome` (what it did) and `Reason` (why that tier, recorded by the engine so that
-nobody downstream re-derives it from confidences and thresholds).
+`Tier` (who), `Outcome` (what it did), `Reason` (why that tier), `Why` (what the deciding rule said)
+and `Audit` (where a copy kept on trust stands), all recorded by the engine so that nobody downstream
+re-derives them from confidences and thresholds.
 """
 
 from __future__ import annotations
@@ -54,6 +55,33 @@ class Reason(_Word):
     NO_DRAFT = "no-draft"  # tier 3: nothing was drafted (plain decoding, or no prompt-lookup match)
 
 
+class Why(_Word):
+    """What the deciding rule said about a token (recorded per token as `TokenRecord.verdict`)."""
+
+    ARGMAX = "argmax"  # the verifier's own top choice: kept by every rule
+    ARGMAX_DIFFERS = "argmax differs"  # exact, greedy: the verifier's top choice replaces the draft
+    RATIO_KEPT = "accepted w.p. min(1, q/p)"  # sampling, target q: speculative rejection sampling kept it
+    RESAMPLED = "resampled from max(0, q - p)"  # sampling: replaced from the residual
+    TRUSTED = "draft trusted, no verifier ran"  # tier 1
+    OWN_TOKEN = "full verifier's own next token"  # a bonus, or the only token of a round with no draft
+    WITHIN_ROLLBACK = "within rollback"  # BiLD: not the argmax, but -log q(x) <= rollback threshold
+    ROLLED_BACK = "rolled back"  # BiLD: -log q(x) > rollback: replaced by the verifier's choice
+    NOT_DEFERRED = "not deferred: draft kept"  # cascade: pi = p, so the draft stands
+    NOT_DEFERRED_REPLACED = "not deferred: drafter's argmax"  # cascade, greedy, draft was not p's argmax
+    DEFERRED_KEPT = "deferred: argmax"  # cascade: pi = q and the draft is q's argmax
+    DEFERRED_REPLACED = "deferred: argmax differs"  # cascade: pi = q and the draft is not q's argmax
+
+
+class Audit(_Word):
+    """Where a token stands with the audit of copies kept on trust (copy_evidence "audit"; recorded per token)."""
+
+    NONE = "none"  # not kept on trust: a verifier decided it before it was kept (or nothing is audited)
+    TRUSTED = "trusted"  # kept on trust; the full model's audit is still pending
+    AUDITED = "audited"  # kept on trust; a later full pass audited it and it stands
+    REFUSED = "refused"  # kept on trust; the full model refused it: cut from the output (Trace.rolled_back)
+    CUT = "cut"  # cut from the output with an earlier copy the audit refused (Trace.rolled_back)
+
+
 OUTCOME_TIER = {
     Outcome.DIRECT_ACCEPT: Tier.DRAFT,
     Outcome.SLIM_ACCEPT: Tier.SLIM,
@@ -79,8 +107,8 @@ REASON_TIER = {
 
 
 @dataclass(frozen=True)
-class Routing:
-    """The routing rule's answer for one draft token: the tier that decides it, and why."""
+class TierDecision:
+    """The tier rule's answer for one draft token: the tier that decides it, and why."""
 
     tier: Tier
     reason: Reason
@@ -91,17 +119,44 @@ def fires(confidence: float, threshold: float) -> bool:
     return threshold < 1.0 and confidence >= threshold
 
 
-def assign_tier(draft_confidence: float, slim_confidence: Callable[[], float], tau_accept: float,
-                tau_slim: float, *, full_already_ran: bool, stop_token: bool = False) -> Routing:
-    """Route one draft token. `slim_confidence` is called only when tier 2 is consulted,
-    because computing it means running the slim verifier."""
+def decide_tier(draft_confidence: float, slim_confidence: Callable[[], float], tau_accept: float, tau_slim: float,
+                *, full_already_ran: bool, stop_token: bool = False, copy: bool = False,
+                copy_evidence: str = "statistic", slim_agreement: Callable[[], float] | None = None,
+                copies_trusted: bool = True, slim_open: bool = True, on_trust: bool = False,
+                audit_due: bool = False) -> TierDecision:
+    """The whole tier rule for one draft token: nothing after it changes its answer.
+
+    Inputs: the drafter's confidence; the slim verifier's confidence in its own choice, a callable
+    run only when tier 2 is consulted (it means running the slim pass); the thresholds; whether the
+    full pass already ran this round (its verdicts are then free); whether the token is a stop token
+    (never kept unverified); whether it is a copy (prompt lookup: its confidence is a statistic of the
+    text) and what model evidence a copy needs for tier 1 (`copy_evidence`, core.config.COPY_EVIDENCE:
+    "slim" = the slim verifier's probability of the copied token, `slim_agreement`, must also reach
+    tau_accept; "audit" = copies must be trusted, `copies_trusted`; "verifier" = never; "statistic" =
+    none); whether the slim gate lets tier 2 run this round (`slim_open`); whether tiers 1 and 2 keep the
+    token only on trust, for the full model's next pass to audit (`on_trust`: copies under "audit", and a
+    greedy model draft under "audit"), and then whether `audit_span` tokens already wait (`audit_due`:
+    the full pass runs now).
+    """
     if full_already_ran:
-        return Routing(Tier.FULL, Reason.FREE_VERDICT)
-    if not stop_token and fires(draft_confidence, tau_accept):  # a stop token ends the answer: never unverified
-        return Routing(Tier.DRAFT, Reason.DRAFT_CONFIDENT)
-    if tau_slim < 1.0 and fires(slim_confidence(), tau_slim):  # check first: scoring runs the slim verifier
-        return Routing(Tier.SLIM, Reason.SLIM_CONFIDENT)
-    return Routing(Tier.FULL, Reason.STOP_TOKEN if stop_token else Reason.NOT_CONFIDENT)
+        return TierDecision(Tier.FULL, Reason.FREE_VERDICT)
+    confident = fires(draft_confidence, tau_accept)
+    if confident and copy:  # a copy's statistic counts only with the model evidence copy_evidence asks for
+        if copy_evidence == "slim":
+            confident = slim_open and slim_agreement is not None and fires(slim_agreement(), tau_accept)
+        elif copy_evidence != "statistic":
+            confident = copy_evidence == "audit" and copies_trusted
+    if confident and not stop_token:  # a stop token ends the answer: never unverified
+        return TierDecision(Tier.FULL, Reason.AUDIT_DUE) if on_trust and audit_due else \
+            TierDecision(Tier.DRAFT, Reason.DRAFT_CONFIDENT)
+    if slim_open and tau_slim < 1.0 and fires(slim_confidence(), tau_slim):  # check first: scoring runs the pass
+        return TierDecision(Tier.FULL, Reason.AUDIT_DUE) if on_trust and audit_due else \
+            TierDecision(Tier.SLIM, Reason.SLIM_CONFIDENT)
+    if stop_token:
+        return TierDecision(Tier.FULL, Reason.STOP_TOKEN)
+    if copy and fires(draft_confidence, tau_accept):  # the statistic alone would have passed tier 1
+        return TierDecision(Tier.FULL, Reason.COPY_NEEDS_EVIDENCE)
+    return TierDecision(Tier.FULL, Reason.NOT_CONFIDENT)
 
 
 def outcome_of(tier: Tier, accepted: bool) -> Outcome:

@@ -106,7 +106,7 @@ def reader_fidelity(bundle: ModelBundle, ids: list[int], reference: list[int], e
 
 def _our_row(bundle: ModelBundle, prompt: object, label: str, config: DecodeConfig, costs: CostModel,
              accelerator: CostModel) -> Row:
-    trace = generate(bundle, prompt.text, config, replay=False)
+    trace = generate(bundle, prompt.text, config, replay=False, profile=costs.profile)  # priced once, by `costs`
     drafter = bundle.drafter.model if config.drafter == "model" and bundle.drafter is not None else None
     method = {"plain": "plain", "sd": "SD", "via": "VIA-SD"}[config.mode]
     if config.mode == "sd" and config.drafter == "ngram" and config.draft_stop_below > 0:
@@ -278,7 +278,7 @@ def explanations(rows: list[Row], costs: CostModel) -> list[str]:
     first = rows[0].prompt
     for row in rows:
         if row.prompt == first and row.trace is not None and row.method != "plain":
-            lines.append(f"  {row.key}: {explain(row.trace, costs)}")
+            lines.append(f"  {row.key}: {explain(row.trace)}")
     return lines
 
 

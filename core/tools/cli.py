@@ -9,7 +9,6 @@ import sys
 from core.analysis.metrics import measured_speedup, summarize
 from core.config import COPY_EVIDENCE, DRAFTERS, LOOKUP_PRESET, DecodeConfig
 from core.decoding.confidence import SIGNALS
-from core.decoding.cost import CostModel
 from core.decoding.cost_profiles import device_profile
 from core.errors import ViaSdError
 from core.limits import MAX_NEW_TOKENS
@@ -109,15 +108,15 @@ def main(argv: list[str] | None = None) -> int:
         config = build_config(args)
         print(f"loading {args.model} ...", file=sys.stderr)
         bundle = load_bundle(args.model, args.drafter_model, args.device, args.dtype)
-        costs = CostModel(bundle.verifier.model, device_profile(bundle.verifier.device, args.profile))
+        profile = device_profile(bundle.verifier.device, args.profile)  # prices every call of the runs, once
         from core.analysis.sweep import compare
 
         if args.mode == "all":
-            traces = compare(bundle, prompt, config, replay=False)
+            traces = compare(bundle, prompt, config, replay=False, profile=profile)
         else:
             from core.decoding.engine import generate
 
-            traces = {args.mode: generate(bundle, prompt, config, replay=False, fidelity=True)}
+            traces = {args.mode: generate(bundle, prompt, config, replay=False, fidelity=True, profile=profile)}
     except ViaSdError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -128,8 +127,9 @@ def main(argv: list[str] | None = None) -> int:
         print(render(trace, color) + "\n")
     print(legend(color) + "\n")
     print(metrics_table(traces))
-    print("\nmeasured = wall clock on this machine; modelled = accelerator cost model (core/decoding/cost.py)")
-    print(why_lines(costs, traces, bundle.drafter.model if bundle.drafter is not None else None))
+    label = next(iter(traces.values())).cost_label if traces else ""
+    print(f"\nmeasured = wall clock on this machine; modelled = the cost profile {label} (core/decoding/cost.py)")
+    print(why_lines(traces))
     if args.json:
         with open(args.json, "w") as handle:
             handle.write("[" + ",\n".join(t.to_json() for t in traces.values()) + "]")
@@ -148,12 +148,14 @@ def build_config(args: argparse.Namespace) -> DecodeConfig:
         seed=args.seed, chat_template=not args.no_chat_template).validate()
 
 
-def why_lines(costs: CostModel, traces: dict[str, Trace], drafter: object | None = None) -> str:
-    """One generated sentence per run saying what made it fast or slow (core.analysis.breakeven)."""
+def why_lines(traces: dict[str, Trace]) -> str:
+    """One generated sentence per run saying what made it fast or slow (core.analysis.breakeven), from the
+    calls as the engine priced them (by the run's cost profile)."""
     from core.analysis.breakeven import explain
 
-    lines = [f"\nwhy (cost profile: {costs.label}):"]
-    lines += [f"  {name}: {explain(trace, costs, drafter)}" for name, trace in traces.items()]
+    labels = sorted({t.cost_label or t.cost_profile for t in traces.values()})
+    lines = [f"\nwhy (cost profile: {', '.join(labels)}):"]
+    lines += [f"  {name}: {explain(trace)}" for name, trace in traces.items()]
     return "\n".join(lines)
 
 

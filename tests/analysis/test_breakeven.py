@@ -146,7 +146,21 @@ def test_profile_round_trips_through_json(costs):
 # --- a run's point and its sentence, on hand-made traces ---------------------------------------------
 
 
-def _trace(rounds: list[tuple[int, int, bool]], drafter_layers: int = 3, gamma: int = 4, mode: str = "sd") -> Trace:
+def _priced(trace: Trace, costs: CostModel) -> Trace:
+    """Price the calls as the engine does, once (each role's first call is the prefill that reads the prompt)."""
+    seen = set()
+    for call in (c for r in trace.rounds for c in r.calls):
+        price = lambda k, layers=call.layers: costs.cost_units(costs.verifier, layers, k)  # noqa: E731
+        call.cost_units, call.prefill = price(call.tokens_processed), call.role not in seen
+        beyond = max(1, call.tokens_processed - trace.prompt_token_count + 1)
+        call.prefill_units = call.cost_units - price(beyond) if call.prefill else 0.0
+        seen.add(call.role)
+    trace.cost_profile, trace.cost_label = costs.profile.name, costs.label
+    return trace
+
+
+def _trace(rounds: list[tuple[int, int, bool]], drafter_layers: int = 3, gamma: int = 4, mode: str = "sd",
+           costs: CostModel | None = None) -> Trace:
     """Rounds of (drafted, kept, refused): one drafter call per draft token, one full pass of drafted+1 tokens;
     in round 0 the first pass of each model also reads the 10-token prompt."""
     tokens, records = [], []
@@ -158,12 +172,13 @@ def _trace(rounds: list[tuple[int, int, bool]], drafter_layers: int = 3, gamma: 
         records.append(RoundRecord(index, list(range(drafted)), accepted=kept, emitted=kept + 1, calls=calls))
         outcomes = ["full-accepted"] * kept + ["full-corrected" if refused else "full-bonus"]
         tokens += [TokenRecord(len(tokens), 1, "x", index, 3, o, "", "") for o in outcomes]
-    return Trace("p", 10, {"mode": mode, "gamma": gamma}, {}, tokens, records)
+    trace = Trace("p", 10, {"mode": mode, "gamma": gamma}, {}, tokens, records)
+    return _priced(trace, costs) if costs is not None else trace
 
 
 def test_run_point_counts_only_judged_drafts_and_prices_calls(costs):
-    trace = _trace([(4, 1, True), (4, 4, False), (4, 0, True)])
-    point = run_point(trace, costs)
+    trace = _trace([(4, 1, True), (4, 4, False), (4, 0, True)], costs=costs)
+    point = run_point(trace)
     assert (point.drafted, point.kept, point.refused) == (12, 5, 2)
     assert point.alpha == pytest.approx(5 / 7)
     assert point.cost == pytest.approx((1 + 3) / 7)  # one-token drafter pass, 3 layers
@@ -172,9 +187,9 @@ def test_run_point_counts_only_judged_drafts_and_prices_calls(costs):
 
 
 def test_sentence_for_a_slow_self_drafter_names_cost_acceptance_and_break_even(costs):
-    trace = _trace([(4, 1, True)] * 3, drafter_layers=5)  # dear drafter, half the judged drafts kept
-    text = explain(trace, costs)
-    point = run_point(trace, costs)
+    trace = _trace([(4, 1, True)] * 3, drafter_layers=5, costs=costs)  # dear drafter, half the judged drafts kept
+    text = explain(trace)
+    point = run_point(trace)
     assert point.speedup < 1
     assert f"cost {point.cost:.2f} of a full pass" in text and "50% of drafts were kept" in text
     needed = break_even_alpha(point.cost, 4, point.verify)
@@ -188,21 +203,21 @@ def test_sentence_for_a_fast_free_drafter(model):
     trace = _trace([(4, 4, False)] * 3, drafter_layers=0)
     for round_ in trace.rounds:  # prompt lookup: no drafter calls at all
         round_.calls = [c for c in round_.calls if c.role != "drafter"]
-    text = explain(trace, costs)
-    assert run_point(trace, costs).cost == 0.0
+    text = explain(_priced(trace, costs))
+    assert run_point(trace).cost == 0.0
     assert "stays ahead" in text and "100% of drafts were kept" in text
 
 
 def test_sentences_for_plain_and_for_runs_that_drafted_nothing(costs):
-    assert explain(_trace([(0, 0, False)] * 2, mode="plain"), costs).startswith("Plain decoding")
-    assert "Nothing was drafted" in explain(_trace([(0, 0, False)] * 2), costs)
+    assert explain(_trace([(0, 0, False)] * 2, mode="plain", costs=costs)).startswith("Plain decoding")
+    assert "Nothing was drafted" in explain(_trace([(0, 0, False)] * 2, costs=costs))
 
 
 def test_breakeven_figure_marks_the_run_the_others_and_the_published_regime(costs):
     from app.views.breakeven_chart import breakeven_figure
 
-    point = run_point(_trace([(4, 1, True)] * 3), costs)
-    other = run_point(_trace([(4, 3, True)] * 3), costs)
+    point = run_point(_trace([(4, 1, True)] * 3, costs=costs))
+    other = run_point(_trace([(4, 3, True)] * 3, costs=costs))
     fig = breakeven_figure(point, [("earlier run", other)], profile_label="hand-made")
     names = [t.name for t in fig.data]
     assert "this run" in names and "earlier run" in names and "break-even (1.0x)" in names
@@ -220,7 +235,8 @@ def test_breakeven_figure_marks_the_run_the_others_and_the_published_regime(cost
 def test_cli_prints_one_why_sentence_per_run(costs):
     from core.tools.cli import why_lines
 
-    text = why_lines(costs, {"plain": _trace([(0, 0, False)], mode="plain"), "sd": _trace([(4, 1, True)] * 2)})
+    text = why_lines({"plain": _trace([(0, 0, False)], mode="plain", costs=costs),
+                      "sd": _trace([(4, 1, True)] * 2, costs=costs)})
     assert costs.label in text
     assert "plain: Plain decoding" in text and "sd: Drafting cost" in text
 
@@ -235,17 +251,37 @@ def test_walkthrough_on_break_even_has_a_valid_config():
     assert len(walk["talking_points"]) >= 4
 
 
-def test_explain_run_bundles_sentence_point_and_profile(model):
-    from types import SimpleNamespace
-
+def test_explain_run_reads_the_recorded_prices_of_the_run(model):
     from core.analysis.breakeven import explain_run
+    from core.analysis.metrics import summarize
 
-    bundle = SimpleNamespace(verifier=SimpleNamespace(model=model), drafter=None)
-    trace = _trace([(4, 1, True)] * 2)
-    result = explain_run(bundle, trace)
-    assert result.point == run_point(trace, CostModel(model))
+    accelerator = CostModel(model)
+    trace = _trace([(4, 1, True)] * 2, costs=accelerator)
+    trace.plain_cost_units = accelerator.plain_cost(10, len(trace.tokens))
+    result = explain_run(trace)
+    assert result.point == run_point(trace)
     assert result.sentence.startswith("Drafting cost") and "accelerator" in result.profile_label
-    assert result.predicted_speedup == pytest.approx(CostModel(model).predicted_speedup(trace))
+    assert result.predicted_speedup == pytest.approx(accelerator.predicted_speedup(trace))
+    assert result.predicted_speedup == summarize(trace)["modelled_speedup"]
+
+
+def test_the_engine_prices_each_call_once_and_the_prefill_apart(model):
+    from tiny import tiny_bundle
+
+    from core.config import DecodeConfig
+    from core.decoding.engine import generate
+
+    bundle = tiny_bundle()
+    for profile in (None, CostModel(bundle.verifier.model).profile):
+        trace = generate(bundle, "abc abc abc", DecodeConfig(max_new_tokens=12, chat_template=False), profile=profile)
+        costs = CostModel(bundle.verifier.model, profile)
+        assert trace.cost_profile == costs.profile.name and trace.cost_label == costs.label
+        calls = [c for r in trace.rounds for c in r.calls]
+        assert [c.role for c in calls if c.prefill] == ["drafter", "slim", "full"][:len({c.role for c in calls})]
+        assert all(c.prefill_units == 0.0 for c in calls if not c.prefill)
+        assert all(0.0 < c.prefill_units < c.cost_units for c in calls if c.prefill)
+        assert sum(c.cost_units for c in calls) == pytest.approx(costs.calls_cost(trace))  # priced as the profile does
+        assert trace.plain_cost_units == pytest.approx(costs.plain_cost(trace.prompt_token_count, len(trace.tokens)))
 
 
 def _lookup_trace(rounds: list[tuple[int, int, str]]) -> Trace:
@@ -269,7 +305,7 @@ def test_lookup_ceiling_is_one_for_plain_decoding_and_bounds_a_wasteful_run(mode
     # token 6 writes token 7 (the second); the answer ends on the model's own token.
     unit = lambda k: costs.cost_units(model, LAYERS, k)  # noqa: E731
     oracle = unit(10) + unit(6) + unit(1)
-    assert lookup_ceiling(run, costs) == pytest.approx(costs.trace_cost(run) / oracle)
+    assert lookup_ceiling(run, costs) == pytest.approx(costs.calls_cost(run) / oracle)
     assert lookup_ceiling(run, costs) > 1.0
 
 

@@ -15,15 +15,17 @@ from app.settings import Settings
 from app.views import captions, walkthroughs
 from app.views import round_replay as classroom
 from app.views.render import token_title
-from core.decoding.tiers import Outcome, Reason
+from core.decoding.tiers import Audit, Outcome, Reason, Why
 from core.errors import ConfigError
 from core.trace import CallRecord, RoundRecord, TokenRecord, Trace
 
 
 def _token(reason: Reason, outcome: Outcome, *, tier: int = 3, text: str = " sky", verdict: str = "argmax",
-           draft: float | None = 0.95, slim: float | None = None, round_: int = 0, position: int = 0) -> TokenRecord:
+           draft: float | None = 0.95, slim: float | None = None, round_: int = 0, position: int = 0,
+           audit: Audit = Audit.NONE, audit_round: int | None = None) -> TokenRecord:
     return TokenRecord(position=position, token_id=7, text=text, round=round_, tier=tier, outcome=outcome.value,
-                       reason=reason.value, verdict=verdict, draft_confidence=draft, slim_confidence=slim)
+                       reason=reason.value, verdict=verdict, draft_confidence=draft, slim_confidence=slim,
+                       audit=audit.value, audit_round=audit_round)
 
 
 def _trace(mode: str = "sd") -> Trace:
@@ -146,14 +148,18 @@ def test_about_text_has_no_accidental_numbered_list_and_the_drawing_follows_the_
 
 def _audit_trace(finished: bool = True) -> Trace:
     """Round 0 keeps three copies on trust (" The", " sky", " iz"); round 1's full pass refuses " iz": it cuts
-    " iz" (round 0) and its own kept copy " blue", and writes the full model's " is"; round 2 is a plain token."""
-    trusted = dict(tier=1, verdict="draft trusted, no verifier ran", draft=1.0)
-    kept = [_token(Reason.DRAFT_CONFIDENT, Outcome.DIRECT_ACCEPT, text=" The", position=0, **trusted),
-            _token(Reason.DRAFT_CONFIDENT, Outcome.DIRECT_ACCEPT, text=" sky", position=1, **trusted)]
-    cut = [_token(Reason.DRAFT_CONFIDENT, Outcome.DIRECT_ACCEPT, text=" iz", position=2, **trusted),
-           _token(Reason.DRAFT_CONFIDENT, Outcome.DIRECT_ACCEPT, text=" blue", position=3, round_=1, **trusted)]
+    " iz" (round 0) and its own kept copy " blue", and writes the full model's " is"; round 2 is a plain token.
+    The audit states are the ones the engine records (`finished=False`: stopped before round 1's audit ran)."""
+    trusted = dict(tier=1, verdict=Why.TRUSTED.value, draft=1.0)
+    audited = dict(audit=Audit.AUDITED, audit_round=1) if finished else dict(audit=Audit.TRUSTED)
+    kept = [_token(Reason.DRAFT_CONFIDENT, Outcome.DIRECT_ACCEPT, text=" The", position=0, **trusted, **audited),
+            _token(Reason.DRAFT_CONFIDENT, Outcome.DIRECT_ACCEPT, text=" sky", position=1, **trusted, **audited)]
+    cut = [_token(Reason.DRAFT_CONFIDENT, Outcome.DIRECT_ACCEPT, text=" iz", position=2, **trusted,
+                  audit=Audit.REFUSED, audit_round=1),
+           _token(Reason.DRAFT_CONFIDENT, Outcome.DIRECT_ACCEPT, text=" blue", position=3, round_=1, **trusted,
+                  audit=Audit.CUT, audit_round=1)]
     correction = _token(Reason.AUDIT_REFUSED, Outcome.FULL_CORRECT, text=" is", position=2, round_=1, draft=None,
-                        verdict="audit refused a trusted copy (argmax differs)")
+                        verdict=Why.ARGMAX_DIFFERS.value)
     plain = _token(Reason.NO_DRAFT, Outcome.PLAIN, text=" blue", position=3, round_=2, draft=None)
     full = CallRecord("full", 4, 30, 1.0, 0.0, True)
     rounds = [RoundRecord(0, [1, 2, 3], accepted=3, emitted=3),
@@ -163,12 +169,12 @@ def _audit_trace(finished: bool = True) -> Trace:
                  config={"mode": "via", "drafter": "ngram", "copy_evidence": "audit", "tau_accept": 0.9,
                          "tau_slim": 1.0, "gamma": 3},
                  models={"verifier": "tiny"}, tokens=[*kept, correction, plain], rounds=rounds, rolled_back=cut,
-                 stop_reason="eos" if finished else "cancelled")
+                 stop_reason="eos" if finished else "cancelled", equals_full_greedy=finished)
 
 
 def test_each_cut_token_belongs_to_the_round_whose_audit_cut_it() -> None:
     trace = _audit_trace()
-    assert {r: [t.text for t in ts] for r, ts in classroom.cuts_by_round(trace).items()} == {1: [" iz", " blue"]}
+    assert [(t.text, t.audit_round) for t in trace.rolled_back] == [(" iz", 1), (" blue", 1)]
     before = classroom.visible_trace(trace, 0, show_future=False)
     assert [t.text for t in before.tokens] == [" The", " sky", " iz"] and before.rolled_back == []
     at_cut = classroom.visible_trace(trace, 1, show_future=False)
@@ -199,9 +205,11 @@ def test_copies_kept_on_trust_read_audited_or_pending() -> None:
     from core.analysis.metrics import summarize
 
     finished, stopped = _audit_trace(), _audit_trace(finished=False)
-    assert render.audit_states(finished) == {0: "audited", 1: "audited"}
+    assert [render.trust_of(t) for t in finished.tokens] == ["audited", "audited", "", ""]
     stopped.tokens = stopped.tokens[:2]  # stopped before any full pass: both copies still wait for their audit
-    assert render.audit_states(stopped) == {0: "awaiting", 1: "awaiting"}
+    assert [render.trust_of(t) for t in stopped.tokens] == ["awaiting", "awaiting"]
+    before = classroom.visible_trace(finished, 0, show_future=False)  # round 0: round 1's audit not yet run
+    assert [render.trust_of(t) for t in before.tokens] == ["awaiting", "awaiting", "awaiting"]
     page = render.tokens_html(finished)
     assert page.count('data-trust="audited"') == 2 and "audited it and it stands" in page
     assert "audit pending" in render.legend_html(finished) and "cut by the audit" in render.legend_html(finished)

@@ -49,8 +49,8 @@ def _round_tokens(trace: Trace, index: int) -> list:
 def test_each_caption_claims_only_what_its_round_did(path: Path, decode) -> None:
     walk, trace = json.loads(path.read_text()), _recorded(path)
     config = walkthroughs.walkthrough_config(walk)
-    assert (trace.config["mode"], trace.config["gamma"]) == (config.mode, config.gamma), "re-record the trace"
-    cuts, slim_on = replay.cuts_by_round(trace), float(trace.config["tau_slim"]) < 1.0
+    assert (trace.config.mode, trace.config.gamma) == (config.mode, config.gamma), "re-record the trace"
+    cuts, slim_on = replay.cuts_by_round(trace), trace.config.tau_slim < 1.0
     for index, rnd in enumerate(trace.rounds):
         table, caption = replay.round_view(trace, index, decode)
         text = html.unescape(re.sub(r"<[^>]+>", " ", caption))

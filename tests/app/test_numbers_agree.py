@@ -44,7 +44,7 @@ def run(request, bundle) -> tuple[Trace, object]:
     if request.param == "recorded opening":  # no model for its break-even point: the sentence goes without it
         return Trace.from_json(RECORDED.read_text()), None
     trace = generate(bundle, PROMPT, RUNS[request.param])
-    return trace, explain_run(bundle, trace).point
+    return trace, explain_run(trace).point
 
 
 def test_the_recorded_opening_run_reads_as_the_issue_saw_it_now_in_one_set_of_numbers() -> None:

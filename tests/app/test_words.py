@@ -7,8 +7,7 @@ import pytest
 from app.views import words
 from core.config import COPY_EVIDENCE, DRAFTERS, MODES
 from core.decoding.confidence import SIGNALS
-from core.decoding.policies import Why
-from core.decoding.tiers import Outcome, Reason, Tier
+from core.decoding.tiers import Outcome, Reason, Tier, Why
 
 SHOWN_METRICS = ("words_differing", "full_agreement", "modelled_speedup", "rejection_rate", "accepted", "drafted",
                  "rounds", "tokens", "rolled_back", "full_nll", "common_prefix", "identical_to_full",
@@ -34,5 +33,4 @@ def test_an_enum_and_its_value_find_the_same_words_and_unknown_codes_show_themse
     assert words.name("outcome", Outcome.FULL_CORRECT) == words.name("outcome", "full-corrected")
     assert words.name("tier", 2) == words.name("tier", Tier.SLIM)
     assert words.name("reason", "a-new-reason") == "a-new-reason" and words.meaning("reason", "x") == ""
-    assert words.name("verdict", "audit refused a trusted copy (argmax differs)") == "audit refused a copy"
     assert words.detail("stop", "max_new_tokens") == "reached the length limit [max_new_tokens]"

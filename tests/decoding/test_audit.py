@@ -12,10 +12,10 @@ from test_engine import assert_follows_the_full_model, greedy_without_cache
 from tiny import tiny_bundle
 
 from core import DecodeConfig, generate, summarize
-from core.decoding import engine
+from core.decoding import adaptive
+from core.decoding.adaptive import TRUST_AFTER, CopyAudit
 from core.decoding.drafters import PromptLookupDrafter
-from core.decoding.engine import TRUST_AFTER, _Decoder
-from core.decoding.tiers import Reason, Tier
+from core.decoding.tiers import Audit, Reason, Tier, Why
 from core.errors import ConfigError
 from core.trace import Trace
 
@@ -34,7 +34,7 @@ def bundle():
 def trust_sooner(monkeypatch):
     """The mechanism tests trust a copy after one whole copy kept (this random model rarely keeps two in a
     row); the trust-signal test below uses the engine's own TRUST_AFTER."""
-    monkeypatch.setattr(engine, "TRUST_AFTER", 1)
+    monkeypatch.setattr(adaptive, "TRUST_AFTER", 1)
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +58,7 @@ def test_audited_copies_reproduce_plain_greedy_decoding(bundle, plain, tau_accep
 def test_copies_are_trusted_only_after_the_full_model_kept_whole_copies(bundle, monkeypatch):
     """The audit's trust signal is model evidence: after a refusal, copies are verified again until the
     full model has kept a whole copy in TRUST_AFTER rounds in a row."""
-    monkeypatch.setattr(engine, "TRUST_AFTER", TRUST_AFTER)
+    monkeypatch.setattr(adaptive, "TRUST_AFTER", TRUST_AFTER)
     assert TRUST_AFTER >= 2
     trace = generate(bundle, PROMPT, AUDIT.with_(tau_accept=0.0))
     refused_rounds = {t.round for t in trace.tokens if t.reason == Reason.AUDIT_REFUSED}
@@ -116,13 +116,7 @@ def test_audited_copies_sample_from_the_full_model(bundle, monkeypatch):
     """Every copy trusted (tau_accept 0, trust granted from the first round so that every seed
     exercises the audit), three tokens: each position follows the full model's distribution, as a
     deterministic proposal judged by rejection sampling should."""
-    start = _Decoder.__init__
-
-    def trusting(self, *args, **kwargs):
-        start(self, *args, **kwargs)
-        self.kept_copies = 2**20
-
-    monkeypatch.setattr(_Decoder, "__init__", trusting)
+    monkeypatch.setattr(CopyAudit, "trusted", property(lambda self: True))
     temperature = 1.0
     config = AUDIT.with_(tau_accept=0.0, audit_span=64, max_new_tokens=3, temperature=temperature)
     traces = [generate(bundle, PROMPT, config.with_(seed=seed)) for seed in range(1500)]
@@ -146,3 +140,39 @@ def test_tier_two_can_be_switched_off_under_any_tau_accept_and_the_span_is_check
         DecodeConfig(tau_accept=0.3, tau_slim=0.9).validate()
     with pytest.raises(ConfigError, match="audit_span"):
         AUDIT.with_(audit_span=0).validate()
+
+
+@pytest.mark.parametrize("span", [1, 4, 32])
+def test_each_token_records_its_audit_state_and_the_round_that_audited_or_cut_it(bundle, span):
+    """Record once: the engine stamps every copy kept on trust with its audit (no reader re-derives it)."""
+    trace = generate(bundle, PROMPT, AUDIT.with_(audit_span=span), replay=False)
+    assert trace.stop_reason in ("eos", "max_new_tokens") and trace.rolled_back
+    for t in trace.tokens:  # a finished answer: every copy kept on trust was audited, by a later or its own round
+        assert t.audit == (Audit.AUDITED if t.tier != Tier.FULL else Audit.NONE)
+        assert (t.audit_round is not None and t.audit_round >= t.round) == (t.audit == Audit.AUDITED)
+    corrections = {t.round: t for t in trace.tokens if t.reason == Reason.AUDIT_REFUSED}
+    for t in trace.rolled_back:  # a cut token: the refused copy first, then what was cut with it, all by one round
+        assert t.audit in (Audit.REFUSED, Audit.CUT) and t.audit_round in corrections
+        assert t.audit_at(t.audit_round - 1) == Audit.TRUSTED and t.audit_at(t.audit_round) == t.audit
+    for round_index in corrections:
+        cut = [t for t in trace.rolled_back if t.audit_round == round_index]
+        assert cut[0].audit == Audit.REFUSED and all(t.audit == Audit.CUT for t in cut[1:])
+        assert cut[0].position == corrections[round_index].position  # the correction took the refused copy's place
+        assert sum(t.round < round_index for t in cut) == trace.rounds[round_index].rolled_back
+    assert all(t.verdict in {w.value for w in Why} for t in trace.tokens + trace.rolled_back)
+    assert trace.equals_full_greedy
+
+
+def test_a_run_stopped_before_its_audit_records_pending_copies_and_is_not_exact(bundle):
+    for stop_after in range(2, 40):  # the first stop that leaves copies waiting for their audit
+        rounds = iter(range(1000))
+        trace = generate(bundle, PROMPT, AUDIT.with_(audit_span=32, tau_accept=0.0), replay=True,
+                         should_stop=lambda: next(rounds) >= stop_after)  # noqa: B023 (used at once)
+        pending = [t for t in trace.tokens if t.audit == Audit.TRUSTED]
+        if pending:
+            break
+    assert trace.partial and pending, "no copy was pending when the run stopped"
+    assert all(t.audit_round is None and t.tier != Tier.FULL for t in pending)
+    assert not trace.equals_full_greedy and not trace.exact_by_construction()
+    assert not generate(bundle, PROMPT, AUDIT.with_(copy_evidence="statistic", tau_accept=0.0),
+                        replay=False).equals_full_greedy  # copies kept on the statistic alone, never audited

@@ -1,15 +1,12 @@
-"""Copies need model evidence: how `copy_evidence` changes what tier 1 reads for a prompt-lookup draft."""
-
-import math
+"""Copies need model evidence: how `copy_evidence` changes what tier 1 takes for a prompt-lookup draft."""
 
 import pytest
-import torch
 from tiny import tiny_bundle
 
 from core import DecodeConfig, generate
 from core.analysis.metrics import summarize
-from core.decoding.drafters import Draft
-from core.decoding.engine import SlimGate, _Decoder
+from core.decoding.adaptive import SlimGate
+from core.decoding.tiers import Reason, Tier, TierDecision, decide_tier
 from core.errors import ConfigError
 
 PROMPT = "the cat sat on the mat. the cat sat on the"
@@ -22,44 +19,34 @@ def bundle():
     return tiny_bundle("llama", layers=6)
 
 
-class StubPass:
-    """A verifier pass that has or has not run; `q` gives a fixed distribution, or fails if forbidden."""
-
-    def __init__(self, probs=None, ran=False):
-        self.probs, self.ran = probs, ran
-
-    def q(self, j):
-        if self.probs is None:
-            raise AssertionError("the slim verifier must not run here")
-        return self.probs
+def never() -> float:
+    raise AssertionError("the slim verifier must not run here")
 
 
-def one_hot_ish(token, p, vocab=43):
-    probs = torch.full((vocab,), (1 - p) / (vocab - 1))
-    probs[token] = p
-    return probs
+def copy_rule(statistic: float, evidence: str, agreement=never, **facts) -> TierDecision:
+    """The tier rule for a copy whose statistic is `statistic` (tau_accept 0.5, tier 2 off)."""
+    facts.setdefault("on_trust", evidence == "audit")  # the engine's: copies under "audit" are kept on trust
+    return decide_tier(statistic, never, 0.5, 1.0, full_already_ran=facts.pop("full_already_ran", False), copy=True,
+                       copy_evidence=evidence, slim_agreement=agreement, **facts)
 
 
-def decoder(bundle, evidence):
-    return _Decoder(bundle, BASE.with_(copy_evidence=evidence), replay=True)
+def test_a_copy_passes_tier_one_only_as_far_as_the_slim_verifier_agrees():
+    assert copy_rule(0.9, "slim", lambda: 0.3) == TierDecision(Tier.FULL, Reason.COPY_NEEDS_EVIDENCE)
+    assert copy_rule(0.9, "slim", lambda: 0.95) == TierDecision(Tier.DRAFT, Reason.DRAFT_CONFIDENT)
+    assert copy_rule(0.4, "slim").reason is Reason.NOT_CONFIDENT  # below tau_accept: no slim pass on its account
+    assert copy_rule(0.9, "slim", full_already_ran=True).reason is Reason.FREE_VERDICT  # the full verdict decides
+    assert copy_rule(0.9, "slim", slim_open=False).reason is Reason.COPY_NEEDS_EVIDENCE  # a shut gate: no evidence
 
 
-def test_a_copy_passes_tier_one_only_as_far_as_the_slim_verifier_agrees(bundle):
-    copy = Draft(tokens=[7], confidences=[0.9], probs=None)
-    slim = decoder(bundle, "slim")
-    assert slim._draft_confidence(copy, 0, StubPass(one_hot_ish(7, 0.3)), StubPass()) == pytest.approx(0.3)
-    assert slim._draft_confidence(copy, 0, StubPass(one_hot_ish(7, 0.95)), StubPass()) == pytest.approx(0.9)
-    low = Draft(tokens=[7], confidences=[0.4], probs=None)  # below tau_accept: no slim pass on its account
-    assert slim._draft_confidence(low, 0, StubPass(), StubPass()) == 0.4
-    assert slim._draft_confidence(copy, 0, StubPass(), StubPass(ran=True)) == 0.9  # the full verdict decides anyway
-
-
-def test_statistic_and_verifier_settings_and_model_drafts(bundle):
-    copy = Draft(tokens=[7], confidences=[0.9], probs=None)
-    assert decoder(bundle, "statistic")._draft_confidence(copy, 0, StubPass(), StubPass()) == 0.9
-    assert decoder(bundle, "verifier")._draft_confidence(copy, 0, StubPass(), StubPass()) == -math.inf
-    modelled = Draft(tokens=[7], confidences=[0.9], probs=[one_hot_ish(7, 0.9)])  # a model's belief: kept as is
-    assert decoder(bundle, "verifier")._draft_confidence(modelled, 0, StubPass(), StubPass()) == 0.9
+def test_statistic_verifier_and_audit_settings_and_model_drafts():
+    assert copy_rule(0.9, "statistic").tier is Tier.DRAFT
+    assert copy_rule(0.9, "verifier").reason is Reason.COPY_NEEDS_EVIDENCE
+    assert copy_rule(0.9, "audit", copies_trusted=True).tier is Tier.DRAFT
+    assert copy_rule(0.9, "audit", copies_trusted=False).reason is Reason.COPY_NEEDS_EVIDENCE
+    assert copy_rule(0.9, "audit", audit_due=True) == TierDecision(Tier.FULL, Reason.AUDIT_DUE)
+    assert copy_rule(0.9, "statistic", audit_due=True).tier is Tier.DRAFT  # only copies kept on trust are audited
+    modelled = decide_tier(0.9, never, 0.5, 1.0, full_already_ran=False, copy_evidence="verifier")
+    assert modelled.tier is Tier.DRAFT  # a model's belief: evidence rules are for copies
 
 
 def test_copies_kept_by_the_statistic_alone_and_never_without_a_verifier(bundle):

@@ -298,7 +298,7 @@ def test_each_rule_at_its_exact_setting_equals_plain_greedy_in_the_engine(tiny, 
     plain = generate(tiny, PROMPT, _config(mode="plain")).token_ids
     trace = generate(tiny, PROMPT, _config(drafter=drafter, verify_rule=name, verify_alpha=exact_alpha(name)))
     assert trace.token_ids == plain
-    assert trace.config["verify_rule"] == name
+    assert trace.config.verify_rule == name
 
 
 @pytest.mark.parametrize("name, alpha", [("bild", 3.0), ("cascade-chow", 0.5), ("cascade-diff", 0.0),

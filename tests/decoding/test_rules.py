@@ -10,7 +10,7 @@ from core.config import DecodeConfig
 from core.decoding.confidence import confidence
 from core.decoding.drafters import PromptLookupDrafter
 from core.decoding.sampling import Sampler, verify
-from core.decoding.tiers import REASON_TIER, Outcome, Reason, Routing, Tier, assign_tier, fires, outcome_of
+from core.decoding.tiers import REASON_TIER, Outcome, Reason, Tier, TierDecision, decide_tier, fires, outcome_of
 from core.errors import ConfigError
 from core.trace import CallRecord, RoundRecord, TokenRecord, Trace
 
@@ -26,34 +26,34 @@ def test_threshold_one_switches_a_tier_off_and_zero_takes_everything():
 
 
 def test_tier_one_fires_without_running_the_slim_verifier():
-    assert assign_tier(0.95, never, 0.9, 0.5, full_already_ran=False).tier is Tier.DRAFT
+    assert decide_tier(0.95, never, 0.9, 0.5, full_already_ran=False).tier is Tier.DRAFT
 
 
 def test_slim_is_not_consulted_when_switched_off():
-    assert assign_tier(0.1, never, 0.9, 1.0, full_already_ran=False).tier is Tier.FULL
+    assert decide_tier(0.1, never, 0.9, 1.0, full_already_ran=False).tier is Tier.FULL
 
 
 def test_slim_decides_when_confident_else_full():
-    assert assign_tier(0.1, lambda: 0.8, 0.9, 0.6, full_already_ran=False).tier is Tier.SLIM
-    assert assign_tier(0.1, lambda: 0.5, 0.9, 0.6, full_already_ran=False).tier is Tier.FULL
+    assert decide_tier(0.1, lambda: 0.8, 0.9, 0.6, full_already_ran=False).tier is Tier.SLIM
+    assert decide_tier(0.1, lambda: 0.5, 0.9, 0.6, full_already_ran=False).tier is Tier.FULL
 
 
 def test_a_full_verdict_already_paid_for_decides():
-    assert assign_tier(0.99, never, 0.9, 0.6, full_already_ran=True) == Routing(Tier.FULL, Reason.FREE_VERDICT)
+    assert decide_tier(0.99, never, 0.9, 0.6, full_already_ran=True) == TierDecision(Tier.FULL, Reason.FREE_VERDICT)
 
 
 def test_reasons_name_the_rule_that_fired_and_agree_with_the_tier():
-    assert assign_tier(0.95, never, 0.9, 0.5, full_already_ran=False).reason is Reason.DRAFT_CONFIDENT
-    assert assign_tier(0.1, lambda: 0.8, 0.9, 0.6, full_already_ran=False).reason is Reason.SLIM_CONFIDENT
-    assert assign_tier(0.1, lambda: 0.5, 0.9, 0.6, full_already_ran=False).reason is Reason.NOT_CONFIDENT
-    stop = assign_tier(0.99, lambda: 0.1, 0.9, 0.6, full_already_ran=False, stop_token=True)
-    assert stop == Routing(Tier.FULL, Reason.STOP_TOKEN)
-    assert assign_tier(0.99, lambda: 0.8, 0.9, 0.6, full_already_ran=False, stop_token=True).tier is Tier.SLIM
+    assert decide_tier(0.95, never, 0.9, 0.5, full_already_ran=False).reason is Reason.DRAFT_CONFIDENT
+    assert decide_tier(0.1, lambda: 0.8, 0.9, 0.6, full_already_ran=False).reason is Reason.SLIM_CONFIDENT
+    assert decide_tier(0.1, lambda: 0.5, 0.9, 0.6, full_already_ran=False).reason is Reason.NOT_CONFIDENT
+    stop = decide_tier(0.99, lambda: 0.1, 0.9, 0.6, full_already_ran=False, stop_token=True)
+    assert stop == TierDecision(Tier.FULL, Reason.STOP_TOKEN)
+    assert decide_tier(0.99, lambda: 0.8, 0.9, 0.6, full_already_ran=False, stop_token=True).tier is Tier.SLIM
     assert set(REASON_TIER) == set(Reason)
     for draft, slim, stop_token, ran in [(0.95, 0.1, False, False), (0.5, 0.7, False, False), (0.1, 0.1, False, False),
                                          (0.95, 0.1, True, False), (0.95, 0.95, False, True)]:
-        routing = assign_tier(draft, lambda s=slim: s, 0.9, 0.6, full_already_ran=ran, stop_token=stop_token)
-        assert REASON_TIER[routing.reason] is routing.tier
+        decision = decide_tier(draft, lambda s=slim: s, 0.9, 0.6, full_already_ran=ran, stop_token=stop_token)
+        assert REASON_TIER[decision.reason] is decision.tier
 
 
 def test_outcomes_name_tier_and_decision():

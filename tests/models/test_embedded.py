@@ -94,7 +94,7 @@ def test_command_line_prints_coloured_legend_and_metrics_side_by_side(tmp_path):
     assert "[1] direct accept" in out  # not a TTY: plain-text tier tags
     assert "rejection rate" in out and "modelled speed-up" in out and "measured speed-up vs plain" in out
     traces = [Trace.from_json(json.dumps(t)) for t in json.loads(out_json.read_text())]
-    assert [t.config["mode"] for t in traces] == ["plain", "sd", "via"]
+    assert [t.config.mode for t in traces] == ["plain", "sd", "via"]
     assert traces[1].token_ids == traces[0].token_ids  # classic SD is exact
     assert f"{traces[0].tokens[0].text}[3]" in out  # plain-text output tags each token with its tier
 

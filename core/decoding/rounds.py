@@ -1,0 +1,81 @@
+"""What one round returns (`RoundResult`) and the one place it is written into the trace (`Output.apply`).
+
+The round decides; it never moves the output. Positions, text pieces, the cut back after an audit
+refusal and the audit states of the tokens it judged are all written here, once, in this order:
+1. the round's tokens are appended as written (with their positions and text);
+2. if its audit refused a copy, the output from that copy on (earlier rounds' tokens and the round's own)
+   moves to `Trace.rolled_back`, the refused copy marked "refused", the rest "cut";
+3. the full model's correction is appended in the refused copy's place;
+4. every copy the audit let stand is marked "audited", all with this round's index.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from core.decoding.tiers import Audit
+from core.trace import RoundRecord, TokenRecord, Trace
+
+
+@dataclass
+class RoundResult:
+    """One round's decisions: its record (draft, counts, calls), the tokens it wrote and what its audit did."""
+
+    record: RoundRecord
+    tokens: list[TokenRecord] = field(default_factory=list)  # written in order, before any cut
+    audited: list[TokenRecord] = field(default_factory=list)  # copies kept on trust that the audit let stand
+    cut_at: int | None = None  # output index of the copy the audit refused: the output is cut back to it
+    correction: TokenRecord | None = None  # the full model's token written in the refused copy's place
+
+
+class Output:
+    """The growing output of one run: the trace's tokens, their ids after the prompt, and their text."""
+
+    def __init__(self, trace: Trace, prompt_ids: list[int], tokenizer: object) -> None:
+        self.trace, self.ids, self.text = trace, list(prompt_ids), _TextPieces(tokenizer)
+
+    def apply(self, result: RoundResult) -> None:
+        """Write one round's result into the trace (see the module docstring for the order)."""
+        for record in result.tokens:
+            self._append(record)
+        if result.cut_at is not None:
+            cut = self.trace.tokens[result.cut_at:]
+            for record in cut:
+                record.audit, record.audit_round = Audit.CUT.value, result.record.index
+            cut[0].audit = Audit.REFUSED.value
+            self.trace.rolled_back.extend(cut)
+            del self.trace.tokens[result.cut_at:], self.ids[len(self.ids) - len(cut):]
+            self.text.truncate(len(cut))
+            self._append(result.correction)
+        for record in result.audited:
+            record.audit, record.audit_round = Audit.AUDITED.value, result.record.index
+        self.trace.rounds.append(result.record)
+
+    def _append(self, record: TokenRecord) -> None:
+        record.position, record.text = len(self.trace.tokens), self.text.add(record.token_id)
+        self.trace.tokens.append(record)
+        self.ids.append(record.token_id)
+
+
+class _TextPieces:
+    """Decodes token by token without breaking multi-byte characters: piece = new suffix of the text."""
+
+    def __init__(self, tokenizer: object) -> None:
+        self.tokenizer = tokenizer
+        self.ids: list[int] = []
+        self.text = ""
+
+    def truncate(self, count: int) -> None:
+        """Forget the last `count` tokens (an audit cut them)."""
+        self.ids = self.ids[:len(self.ids) - count]
+        self.text = self.tokenizer.decode(self.ids, skip_special_tokens=False) if self.ids else ""
+        if self.text.endswith("\ufffd"):
+            self.text = self.text.rstrip("\ufffd")
+
+    def add(self, token_id: int) -> str:
+        self.ids.append(token_id)
+        text = self.tokenizer.decode(self.ids, skip_special_tokens=False)
+        if text.endswith("\ufffd"):
+            return ""  # an incomplete UTF-8 sequence: the next token completes it
+        piece, self.text = text[len(self.text):], text
+        return piece
