@@ -34,3 +34,14 @@ def test_an_enum_and_its_value_find_the_same_words_and_unknown_codes_show_themse
     assert words.name("tier", 2) == words.name("tier", Tier.SLIM)
     assert words.name("reason", "a-new-reason") == "a-new-reason" and words.meaning("reason", "x") == ""
     assert words.detail("stop", "max_new_tokens") == "reached the length limit [max_new_tokens]"
+
+
+def test_the_about_tab_explains_words_differing_with_an_example_the_code_agrees_with() -> None:
+    from app.tabs import about
+    from core.analysis.textdiff import word_diff
+
+    assert "## Words differing" in about.NUMBERS and "inserted, deleted or changed" in about.NUMBERS
+    assert '"The sky is blue" against "The sky looks blue"' in about.NUMBERS and "25 % of words differ" in about.NUMBERS
+    assert word_diff("The sky looks blue", "The sky is blue").words_differing == 0.25
+    for key in about.SHOWN_METRICS:  # the table uses the cards' own words
+        assert f"| {words.metric_label(key)} | {words.meaning('metric', key)} |" in about.NUMBERS
