@@ -39,7 +39,8 @@ def mode_label(mode: str, trace: Any = None, short: bool = False) -> str:
     """A human name for a mode; VIA-SD's says which thresholds it used (`short`: for the table)."""
     if mode == "via" and trace is not None:
         a, s = trace.config.tau_accept, trace.config.tau_slim
-        return f"VIA-SD (τa {a:g}, τs {s:g})" if short else f"VIA-SD (τ_accept {a:g}, τ_slim {s:g})"
+        slim = "off" if s >= 1.0 else f"{s:g}"
+        return f"VIA-SD (τa {a:g}, τs {slim})" if short else f"VIA-SD (τ_accept {a:g}, τ_slim {slim})"
     return {"plain": "Plain", "sd": "Classic SD"}.get(mode, mode) if short else MODES.get(mode, mode)
 
 
