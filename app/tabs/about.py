@@ -10,7 +10,16 @@ from __future__ import annotations
 import gradio as gr
 
 import core.analysis.metrics as core_metrics
+from app.views import words
 from core.limits import MAX_GAMMA, MAX_NEW_TOKENS, MAX_PROMPT_CHARS
+
+SHOWN_METRICS = ("words_differing", "full_agreement", "identical_to_full", "modelled_speedup", "rejection_rate",
+                 "accepted", "rounds", "tokens_per_round", "full_calls_per_token", "rolled_back", "full_nll",
+                 "tokens_per_s")
+"""The numbers the app's cards and tables show, in the order a student meets them."""
+METRIC_TABLE = "| number | what it means |\n|---|---|\n" + "\n".join(
+    f"| {words.metric_label(key)} | {words.meaning('metric', key)} |" for key in SHOWN_METRICS)
+"""One row per number, in the same plain words as the cards' labels and tooltips (app.views.words)."""
 
 
 def _box(x: int, y: int, w: int, h: int, lines: list[str], tint: str = "none", bold: bool = False) -> str:
@@ -82,17 +91,31 @@ that difference is itself a lesson about hardware. Moving a slider replays predi
 (same tokens, instantly), so those runs have no honest time: press **Re-run for real timing** to measure.
 
 **Fidelity (green, measured): did the shortcuts change the answer?** Tiers 1 and 2 can let through a token the full
-model would not have chosen. *Agreement* is the share of tokens that are the full model's own first choice given the
-text so far; *common prefix* counts tokens identical to the full model's own answer; *NLL* is how surprised the full
-model is by the text (lower is more like what it would say).
+model would not have chosen. The headline measure is **words differing**, explained below; *token agreement* is a
+second, finer measure, always labelled as such.
 
 **Rounds** are numbered from 1 everywhere on screen (Classroom, tooltips, charts). The downloaded CSV and JSON files
 keep the engine's `round` index, which starts at 0 (screen round = `round` + 1).
 
-## Metric definitions
-```
-{(core_metrics.__doc__ or "").strip()}
-```
+## Words differing: the headline fidelity number
+For every run the app also asks the full model for **its own answer** to the same prompt (plain decoding, always
+picking its top word). Then it lines the two answers up word by word and counts the words that were **inserted,
+deleted or changed**, divided by the number of words in the longer answer.
+
+* 0 % means the run wrote exactly the full model's own answer: the shortcuts cost nothing.
+* "The sky is blue" against "The sky looks blue": one word of four changed, so 25 % of words differ.
+* A few differing words can still matter (a copied typo is one word), so the fidelity card lists them, and for
+  prompts with checkable expectations it says which ones the answer meets.
+
+Why words and not tokens? A reader notices words. *Token agreement* counts, token by token, whether each token is
+the full model's own top choice given the text before it; it is finer, and it can look high while the few
+differing tokens are the whole task.
+
+## What each number on screen means
+{METRIC_TABLE}
+
+Engineers: every number is defined once, in `core/analysis/metrics.py` (its definitions are under "Metric
+definitions, as the code states them" below).
 
 ## Limits and tips
 * Prompts up to {MAX_PROMPT_CHARS:,} characters; up to {MAX_NEW_TOKENS} new tokens; draft length γ up to {MAX_GAMMA}.
@@ -112,3 +135,5 @@ class AboutTab:
         gr.Markdown(STUDENT_INTRO, elem_id="viasd-about-intro")
         gr.HTML(ROUND_DRAWING)
         gr.Markdown(NUMBERS, elem_id="viasd-about-numbers")
+        with gr.Accordion("Metric definitions, as the code states them", open=False):
+            gr.Markdown(f"```\n{(core_metrics.__doc__ or '').strip()}\n```")
