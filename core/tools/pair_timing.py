@@ -25,7 +25,8 @@ from dataclasses import dataclass
 import torch
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
-from core.decoding.layer_routes import make_routable, resolve_route
+from core.decoding.layer_routes import resolve_route
+from core.decoding.routed_layers import make_routable
 from core.decoding.scorer import Scorer
 from core.models.precision import DTYPE_CHOICES, dtype_name, resolve_dtype
 
