@@ -57,14 +57,13 @@ from core.decoding.engine import generate
 from core.decoding.layer_routes import (
     PRESET_DIR,
     LayerRoute,
-    decoder_layers,
     model_signature,
     protected_layers,
     resolve_route,
     route_to_dict,
-    routed,
     with_sublayer_skips,
 )
+from core.decoding.routed_layers import decoder_layers, routed
 from core.models.loading import EMBEDDED_ID, ModelBundle, load_bundle
 from core.models.prompting import encode_prompt, stop_token_ids
 
