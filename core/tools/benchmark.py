@@ -16,19 +16,26 @@ from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
 
 import torch
 
 from core.analysis.hf_baselines import hf_generate
-from core.config import DecodeConfig
+from core.config import DecodeConfig, preset
 from core.decoding.cost import CostModel
 from core.decoding.cost_profiles import device_profile
 from core.decoding.engine import generate
-from core.models.loading import EMBEDDED_ID, load_bundle
+from core.models.loading import EMBEDDED_ID, ModelBundle, load_bundle
 from core.models.prompting import encode_prompt
 from core.tools.bench_report import HEADER, call_shape, explanations, format_row, summary
 from core.tools.bench_rows import SAME_DRAFTS, Row, lookup_config, run_prompt
+from core.tools.pair_bench import PAIRS, HfCall, Method, methods, run_method, run_pair_prompt
+from core.tools.pair_report import HEADER as PAIR_HEADER
+from core.tools.pair_report import row_line, summary_lines
 from core.tools.profile import machine_description, measure_profile, versions
+from examples import ExamplePrompt, load_prompts
 
 
 def default_families() -> str:
@@ -39,15 +46,18 @@ def default_families() -> str:
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default=EMBEDDED_ID)
+    p.add_argument("--model", help=f"the verifier (default: {EMBEDDED_ID}, or the pair's)")
     p.add_argument("--drafter-model", help="a separate drafter (same tokenizer): adds HF assisted and drafter 'model'")
+    p.add_argument("--pair", choices=sorted(PAIRS), help="the paper's table on a real pair (core/tools/pair_bench.py): "
+                   "code and math prompts, bf16, HF greedy / assisted / lookup, plain, SD, VIA-SD, BiLD, cascade")
     p.add_argument("--device")
     p.add_argument("--dtype", choices=["float32", "bfloat16", "float16"])
     p.add_argument("--families", help="example families (default: grounded)")
-    p.add_argument("--per-family", type=int, default=12)
+    p.add_argument("--per-family", type=int, help="prompts per family (default 12; with --pair: all)")
     p.add_argument("--max-new-tokens", type=int, default=96)
     p.add_argument("--drafters", default="ngram,self", help="comma list of self, ngram, model")
-    p.add_argument("--gamma", type=int, default=DecodeConfig.gamma, help="draft length for model drafters")
+    p.add_argument("--gamma", type=int, help="draft length for model drafters (default: DecodeConfig's; with --pair: "
+                   "the pair preset's, for classic SD, BiLD, cascade and HF assisted's fixed-gamma row)")
     p.add_argument("--lookup-tokens", type=int, default=10,
                    help="prompt lookup: HF prompt_lookup_num_tokens and our gamma with drafter ngram")
     p.add_argument("--tau-accept", type=float, help="VIA-SD (default: DecodeConfig's with model drafters, "
@@ -63,7 +73,29 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, help="torch CPU threads")
     p.add_argument("--repeats", type=int, default=1, help="runs per method and prompt; the median-time run is kept")
     p.add_argument("--quick", action="store_true", help="CI size: 2 prompts, 32 new tokens")
+    pair = p.add_argument_group("with --pair")
+    pair.add_argument("--prompts", help="comma list of FAMILY:INDEX (0-based), e.g. code:9,math:0 (default: every code "
+                      "prompt and every math prompt with a final answer, or --per-family of each)")
+    pair.add_argument("--slim-route", help="VIA-SD's slim route (default: the preset's, calibrated-slim)")
+    pair.add_argument("--via-gamma", type=int, help="VIA-SD's draft length (default: the preset's)")
+    pair.add_argument("--bild-rollback", type=float, default=2.0, help="BiLD rollback threshold in nats")
+    pair.add_argument("--bild-fallback", type=float, default=0.5, help="BiLD fallback: draft stops below this")
+    pair.add_argument("--cascade-alpha", type=float, default=0.1, help="cascade-chow: defer when max p < 1 - alpha")
+    pair.add_argument("--leads", default="", help="comma list of extra VIA-SD variants (core.tools.pair_bench."
+                      "lead_configs): VIA-SD audited, VIA-SD no slim, VIA-SD ranked, VIA-SD hybrid, ...")
+    pair.add_argument("--skip", default="", help="comma list of table rows to leave out")
     args = p.parse_args(argv)
+    args.leads = [x.strip() for x in args.leads.split(",") if x.strip()]
+    args.skip = [x.strip() for x in args.skip.split(",") if x.strip()]
+    if args.pair:
+        args.model = args.model or PAIRS[args.pair][0]
+        args.drafter_model = args.drafter_model or PAIRS[args.pair][1]
+        args.dtype = args.dtype or "bfloat16"
+        args.gamma = args.gamma or preset(args.pair).gamma
+    elif args.per_family is None:
+        args.per_family = 12
+    args.model = args.model or EMBEDDED_ID
+    args.gamma = args.gamma or DecodeConfig.gamma
     if args.quick:
         args.per_family, args.max_new_tokens = 2, 32
     args.drafters = [d for d in args.drafters.split(",") if d]
@@ -72,11 +104,93 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def pair_prompts(args: argparse.Namespace) -> list[ExamplePrompt]:
+    """The pair's prompts: --prompts, else every code prompt and every math prompt with a final answer."""
+    if args.prompts:
+        chosen = []
+        for spec in args.prompts.split(","):
+            family, _, index = spec.strip().partition(":")
+            chosen.append(load_prompts(family)[int(index)])
+        return chosen
+    families = (args.families or "code,math").split(",")
+    picked = [p for f in families for p in load_prompts(f)
+              if f != "math" or (p.expectations is not None and p.expectations.answer is not None)]
+    if args.per_family:
+        picked = [p for f in families for p in [q for q in picked if q.family == f][:args.per_family]]
+    return picked
+
+
+def main_pair(args: argparse.Namespace, bundle: ModelBundle, costs: CostModel) -> None:
+    """The paper's table on a real pair (core/tools/pair_bench.py runs it, core/tools/pair_report.py prints it)."""
+    prompts = pair_prompts(args)
+    table = methods(args, args.pair)
+    device = bundle.verifier.device
+    start = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    print(f"{start}; {args.model} verified, {args.drafter_model} drafting, on {machine_description(device)}; "
+          f"{str(bundle.verifier.dtype).replace('torch.', '')}; CPU bf16 instructions: {cpu_bf16()}; "
+          f"{', '.join(f'{k} {v}' for k, v in versions().items())}; load average {load_average()}")
+    print(f"{len(prompts)} prompts ({', '.join(dict.fromkeys(p.family for p in prompts))}), {args.max_new_tokens} new "
+          f"tokens, greedy, {args.repeats} interleaved run(s) per method (order flipped every other prompt)")
+    for name, method in table.items():
+        print(f"  {name}: {describe_method(method)}")
+    print(f"pred. x: {costs.label}\n")
+    first = prompts[0]
+    for method in table.values():  # warm every path once (first calls pay for lazy initialisation)
+        warm = method.with_(max_new_tokens=4) if isinstance(method, DecodeConfig) else replace(method, max_new_tokens=4)
+        run_method(bundle, first, encode_prompt(bundle.verifier.tokenizer, first.text), "warm", "warm", warm, costs)
+    print(PAIR_HEADER)
+    print("-" * len(PAIR_HEADER))
+    rows: list[Row] = []
+    for i, prompt in enumerate(prompts):
+        mine = run_pair_prompt(bundle, prompt, f"{prompt.family}:{prompt.index}", table, costs, flip=i % 2 == 1,
+                               repeats=args.repeats)
+        reference = next(r for r in mine if r.method == "plain").token_ids
+        for row in mine:
+            print(row_line(row, reference), flush=True)
+        rows.extend(mine)
+    print("\n".join(summary_lines(rows)))
+    print(f"\nfinished {datetime.now(timezone.utc).strftime('%H:%M UTC')}; load average {load_average()}. "
+          "rej.: rejection rate; acc.len: mean acceptance length (1 + accepted / drafting rounds); words: share of "
+          "words differing from our plain (same-dtype greedy) output; expect.: expectations met; answer: the math "
+          "prompt's final answer; pred. x: the cost profile's predicted speed-up over plain from the run's calls; "
+          "same: tokens identical to our plain output. A shared machine makes wall-clock numbers noisy: compare "
+          "ratios, and rerun for yours.")
+
+
+def load_average() -> str:
+    return " ".join(f"{v:.2f}" for v in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
+
+
+def cpu_bf16() -> str:
+    """Whether this CPU advertises native bf16 (avx512_bf16 or AMX), read from /proc/cpuinfo; detected, not assumed."""
+    try:
+        flags = set(Path("/proc/cpuinfo").read_text().split())
+    except OSError:
+        return "unknown"
+    found = sorted(flags & {"avx512_bf16", "amx_bf16"})
+    return ", ".join(found) if found else "none"
+
+
+def describe_method(method: Method) -> str:
+    if isinstance(method, HfCall):
+        what = {"greedy": "generate(do_sample=False)", "lookup": f"prompt_lookup_num_tokens={method.gamma}",
+                "assisted": "assistant_model=drafter, " + ("its defaults" if method.gamma is None else
+                                                           f"{method.gamma} tokens, constant, no confidence cut")}
+        return what[method.kind]
+    c = method
+    text = f"mode {c.mode}, drafter {c.drafter}, gamma {c.gamma}"
+    if c.mode == "via":
+        text += f", tau {c.tau_accept}/{c.tau_slim}, slim route {c.slim_route}, copy evidence {c.copy_evidence}"
+    if c.verify_rule != "exact":
+        text += f", {c.verify_rule} alpha {c.verify_alpha}"
+    if c.draft_stop_below:
+        text += f", draft stops below {c.draft_stop_below}"
+    return text
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
     from transformers.utils import logging as hf_logging
-
-    from examples import load_prompts
 
     hf_logging.set_verbosity_error()
     if args.threads:
@@ -90,6 +204,8 @@ def main(argv: list[str] | None = None) -> None:
     else:
         profile = device_profile(device, args.profile)
     costs = CostModel(bundle.verifier.model, profile)
+    if args.pair:
+        return main_pair(args, bundle, costs)
     accelerator = CostModel(bundle.verifier.model)
     families = (args.families or default_families()).split(",")
     prompts = [p for f in families for p in load_prompts(f)[: args.per_family]]
