@@ -176,7 +176,7 @@ class _Decoder:
         self.tau_accept, self.tau_slim = config.effective_thresholds()
         self.slim_gate = SlimGate(config.slim_min_hit_rate)
         # Under copy_evidence "audit": (sequence position, token) of each token tiers 1 and 2 kept that no full
-        # pass has seen yet, a suffix of the output. All are copies: a copy's proposal is one-hot (p None).
+        # pass has seen yet, a suffix of the output: copies, and greedy model drafts (`_audited`).
         self.awaiting: list[tuple[int, int]] = []
         self.kept_copies = 0  # rounds in a row in which the full model kept a whole copy (audit's trust signal)
 
@@ -269,8 +269,9 @@ class _Decoder:
         return records, round_, []
 
     def _audited(self, draft: Draft) -> bool:
-        """Whether tier 1 keeps this round's copies provisionally, for the full model to audit later."""
-        return draft.probs is None and self.config.copy_evidence == "audit"
+        """Whether tiers 1 and 2 keep this round's tokens provisionally, for the full model to audit later: copies
+        under copy_evidence "audit", and a model's drafts too when greedy (the audit is then an argmax match: exact)."""
+        return self.config.copy_evidence == "audit" and (draft.probs is None or self.sampler.greedy)
 
     def _audit(self, index: int, round_: RoundRecord, records: list[TokenRecord], n: int, full: VerifierPass,
                slim: VerifierPass) -> tuple[list[TokenRecord], RoundRecord, list[TokenRecord]] | None:
