@@ -23,6 +23,7 @@ DRAFTERS = {
     "self": "the verifier itself with an aggressively routed layer subset",
     "model": "a separate smaller model with the same tokenizer",
     "ngram": "prompt lookup: copy what followed the last n tokens earlier in the text",
+    "hybrid": "prompt lookup when the text offers a confident copy, else the separate smaller model",
 }
 COPY_EVIDENCE = {
     "slim": "tier 1 keeps a copy only if the slim verifier also gives the copied token >= tau_accept",

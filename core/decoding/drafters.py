@@ -132,3 +132,31 @@ class PromptLookupDrafter:
                 confidences.append(agree * n / self.ngram_size)
             return Draft(tokens=copied[:len(confidences)], confidences=confidences, probs=None)
         return Draft(probs=None)
+
+
+class HybridDrafter:
+    """Copies from the text when it offers a confident copy, and asks the model drafter otherwise.
+
+    A copy costs no model pass; on tasks that rewrite their input (rename, fix a bug, add type hints) the
+    answer repeats long stretches of the prompt, while elsewhere the model drafter is the better guess. The
+    copy is used when at least `min_copy` of its tokens score `copy_floor` or more (the prompt-lookup
+    statistic, cut at its first token below the floor); else the model drafts. A copy's Draft has no
+    distribution (probs None), so the engine treats it as a copy (copy evidence, audit) and the model's draft
+    as a model's.
+    """
+
+    def __init__(self, lookup: PromptLookupDrafter, model: ModelDrafter, min_copy: int = 2,
+                 copy_floor: float = 0.5) -> None:
+        self.lookup, self.model = lookup, model
+        self.scorer = model.scorer
+        self.min_copy, self.copy_floor = min_copy, copy_floor
+
+    def describe(self) -> str:
+        return f"{self.lookup.describe()} when >= {self.min_copy} tokens match, else {self.model.describe()}"
+
+    def propose(self, tokens: list[int], gamma: int) -> Draft:
+        copy = self.lookup.propose(tokens, gamma)
+        confident = next((k for k, c in enumerate(copy.confidences) if c < self.copy_floor), len(copy))
+        if confident >= min(self.min_copy, gamma):
+            return Draft(tokens=copy.tokens[:confident], confidences=copy.confidences[:confident], probs=None)
+        return self.model.propose(tokens, gamma)

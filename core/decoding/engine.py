@@ -48,7 +48,7 @@ import torch
 from core.config import DecodeConfig
 from core.decoding.confidence import confidences
 from core.decoding.cost import CostModel
-from core.decoding.drafters import Draft, Drafter, ModelDrafter, PromptLookupDrafter
+from core.decoding.drafters import Draft, Drafter, HybridDrafter, ModelDrafter, PromptLookupDrafter
 from core.decoding.layer_routes import resolve_route
 from core.decoding.policies import RULES
 from core.decoding.sampling import ExactRule, Sampler, Verdict
@@ -191,9 +191,9 @@ class _Decoder:
             return None
         if c.drafter == "ngram":
             return PromptLookupDrafter(c.ngram_size, c.draft_stop_below)
-        if c.drafter == "model":
+        if c.drafter in ("model", "hybrid"):
             if bundle.drafter is None:
-                raise ConfigError("drafter 'model' needs a separate drafter model: load one with the bundle")
+                raise ConfigError(f"drafter '{c.drafter}' needs a separate drafter model: load one with the bundle")
             scorer = self._scorer("drafter", bundle.drafter, "full")
             description = bundle.drafter.name
         else:
@@ -201,8 +201,9 @@ class _Decoder:
             description = f"self ({scorer.route.describe()})"
         head = bundle.verifier.model.get_output_embeddings()
         vocab = int(head.weight.shape[0]) if head is not None else None
-        return ModelDrafter(scorer, self.sampler, c.draft_signal, self.stop_ids, description, c.draft_stop_below,
-                            vocab_size=vocab)
+        drafter = ModelDrafter(scorer, self.sampler, c.draft_signal, self.stop_ids, description, c.draft_stop_below,
+                               vocab_size=vocab)
+        return HybridDrafter(PromptLookupDrafter(c.ngram_size), drafter) if c.drafter == "hybrid" else drafter
 
     def run_round(self, tokens: list[int], budget: int,
                   index: int) -> tuple[list[TokenRecord], RoundRecord, list[TokenRecord]]:
