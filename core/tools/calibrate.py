@@ -2,6 +2,7 @@
 
     python -m core.calibrate                      # embedded model, precision target 0.95, writes the preset
     python -m core.calibrate --precision 0.9 --no-save --json
+    python -m core.calibrate --pair qwen2.5-coder  # the real pair: a mask search (core/tools/calibrate_pair.py)
 
 What tier 2 buys. A slim pass costs c (core.decoding.cost units: one full pass = 1) and runs for every token
 that reaches tier 2; where its confidence clears tau_slim it decides and the full pass is skipped.
@@ -68,6 +69,8 @@ from core.decoding.layer_routes import (
     route_to_dict,
 )
 from core.models.loading import EMBEDDED_ID, load_bundle
+from core.tools import calibrate_pair
+from core.tools.pair_bench import PAIRS
 
 
 def split_prompts(per_family: int) -> tuple[list[str], list[str]]:
@@ -116,19 +119,40 @@ def search(cal: Calibrator, target: float, signal: str, prefixes: list[int], sub
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", default=EMBEDDED_ID)
+    parser.add_argument("--model", help=f"the verifier (default: {EMBEDDED_ID}, or the pair's)")
+    parser.add_argument("--drafter-model", help="a separate drafter: with a mask search, its coverage is reported too")
+    parser.add_argument("--pair", choices=sorted(PAIRS), help="a real pair: search the slim mask (core/tools/"
+                        "calibrate_pair.py), save its preset (named after the verifier: qwen2.5-coder-1.5b)")
+    parser.add_argument("--search", action="store_true", help="the mask search, for --model (implied by --pair)")
+    parser.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], help="default: bf16 with --pair")
+    parser.add_argument("--random", type=int, default=12, help="mask search: random masks per budget")
+    parser.add_argument("--generations", type=int, default=4, help="mask search: evolutionary rounds per budget")
+    parser.add_argument("--children", type=int, default=6, help="mask search: masks bred per round")
     parser.add_argument("--precision", type=float, default=0.95, help="precision target of tier 2 at tau_slim")
     parser.add_argument("--signal", default="prob", choices=["prob", "margin", "entropy"])
     parser.add_argument("--per-family", type=int, default=1, help="calibration (and evaluation) prompts per family")
-    parser.add_argument("--tokens", type=int, default=32, help="greedy output tokens per prompt")
+    parser.add_argument("--tokens", type=int, help="greedy output tokens per prompt (default 32; search: 48)")
     parser.add_argument("--prefixes", default="1,2,3,4,6,8", help="how many ranked units to drop (one pass each)")
     parser.add_argument("--vocab-tops", default="2048,8192", help="restricted head sizes to measure")
     parser.add_argument("--no-sublayer", action="store_true", help="whole layers only")
     parser.add_argument("--no-save", action="store_true", help="do not write the preset JSON")
-    parser.add_argument("--preset-name", default="smollm2-135m")
+    parser.add_argument("--preset-name", help="default: smollm2-135m; with --pair: qwen2.5-coder-1.5b")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     log = (lambda *a: None) if args.json else (lambda *a: print(*a, flush=True))
+    command = "python -m core.calibrate " + " ".join(argv if argv is not None else sys.argv[1:])
+    if args.pair or args.search:
+        verifier, drafter = PAIRS.get(args.pair, (args.model, args.drafter_model))
+        bundle = load_bundle(args.model or verifier, args.drafter_model or drafter, dtype=args.dtype or "bfloat16")
+        name = args.preset_name or (args.model or verifier).rsplit(":", 1)[-1].rsplit("/", 1)[-1].removesuffix(
+            "-instruct").lower()
+        result = calibrate_pair.run(bundle, name, command, tokens=args.tokens or 48, precision=args.precision,
+                                    random_count=args.random, generations=args.generations, children=args.children,
+                                    sublayer=not args.no_sublayer, save=not args.no_save, log=log)
+        print(json.dumps(result, default=str) if args.json else "\n".join(calibrate_pair.table_lines(result)))
+        return result
+    args.model, args.tokens = args.model or EMBEDDED_ID, args.tokens or 32
+    args.preset_name = args.preset_name or "smollm2-135m"
     start = time.perf_counter()
     bundle = load_bundle(args.model)
     config = bundle.verifier.model.config
@@ -176,7 +200,7 @@ def main(argv: list[str] | None = None) -> dict:
     result = {
         "name": args.preset_name,
         "model": model_signature(config),
-        "command": "python -m core.calibrate " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "command": command,
         "precision_target": args.precision,
         "signal": args.signal,
         "routes": {"slim": route_to_dict(shipped_route)},
