@@ -2,7 +2,10 @@
 # GPU check, one script, under 10 minutes on a CUDA machine:
 #   1. the engine and rules tests with every tiny model on CUDA (VIASD_TEST_DEVICE=cuda, float32);
 #   2. the embedded-model tests (the model loads on CUDA in float32 there; see tests/models/test_embedded.py);
-#   3. the benchmark with small settings (bf16, the default CUDA load: real accelerator timings).
+#   3. the benchmark with small settings (bf16, the default CUDA load: real accelerator timings);
+#   4. random-weight models with the real pair's shapes (Qwen2.5-Coder 1.5B / 0.5B, vocabulary 151936) in
+#      bf16: one- vs k-token passes, plain, classic SD and VIA-SD rounds (core/tools/pair_timing.py; the
+#      pair's weights cannot reach the device, its shapes can).
 # Logs go to $OUT when set (the device runner collects it), else ./gpu-logs. Exit 0 only if every
 # step that ran passed. Steps 2 and 3 need the converted embedded model in the model cache
 # (VIASD_CACHE_DIR or ~/.cache/via-sd-explorer); without it (an offline GPU box) they are skipped
@@ -65,6 +68,13 @@ if [ "$model_ready" = yes ]; then
 else
   note "skipped embedded-on-cuda and benchmark: the converted embedded model is not in $(python3 -c \
 'from core.models.loading import cache_dir; print(cache_dir())') and this machine may be offline; copy it there"
+fi
+
+# 4. The pair's shapes with random weights (about 1 min on a GPU; on the CPU check: tiny shapes).
+if [ "$DEVICE" = cuda ]; then
+  step pair-timing 240 python3 -m core.tools.pair_timing --device cuda --dtype bfloat16 --scale pair
+else
+  step pair-timing 120 python3 -m core.tools.pair_timing --device cpu --dtype bfloat16 --scale tiny --repeats 2
 fi
 
 note "overall: $([ "$status" -eq 0 ] && echo PASSED || echo FAILED) (logs in $LOGS)"

@@ -1,0 +1,77 @@
+"""Precision as a setting: "auto" picks bf16 only where the device computes it natively; the cost model
+prices a run by a profile of its own dtype, never by one measured in another."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from tiny import tiny_model
+
+from core.decoding.cost import CostModel
+from core.decoding.cost_profiles import CostProfile, ModelCosts, device_profile, model_signature
+from core.errors import ModelLoadError
+from core.models.loading import default_dtype, pick_device
+from core.models.precision import auto_dtype, cpu_bf16_native, cpu_flags, resolve_dtype, short_dtype
+
+CPU = torch.device("cpu")
+
+
+def test_native_bf16_is_read_from_the_cpu_flags() -> None:
+    assert cpu_bf16_native(frozenset({"avx2", "avx512f", "avx512_bf16"}))
+    assert cpu_bf16_native(frozenset({"amx_bf16", "amx_tile"}))
+    assert not cpu_bf16_native(frozenset({"avx2", "fma", "avx512f"})), "AVX-512 alone emulates bf16"
+
+
+def test_cpuinfo_flags_are_parsed(tmp_path: Path) -> None:
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu avx2 avx512_bf16\n\nprocessor\t: 1\n")
+    assert cpu_flags(info) == frozenset({"fpu", "avx2", "avx512_bf16"})
+    assert cpu_flags(tmp_path / "missing") is None
+
+
+def test_auto_is_bf16_only_with_native_support() -> None:
+    assert auto_dtype(CPU, bf16_native=True) == torch.bfloat16
+    assert auto_dtype(CPU, bf16_native=False) == torch.float32
+
+
+def test_explicit_names_and_defaults_resolve() -> None:
+    assert resolve_dtype("float32", CPU) == torch.float32 and resolve_dtype("bfloat16", CPU) == torch.bfloat16
+    assert resolve_dtype(None, CPU) == torch.float32
+    assert resolve_dtype(None, CPU, default="auto") == auto_dtype(CPU)
+    with pytest.raises(ModelLoadError, match="unknown dtype 'int3'"):
+        resolve_dtype("int3", CPU)
+    assert short_dtype(torch.bfloat16) == "bf16" and short_dtype("float32") == "fp32"
+
+
+def test_the_embedded_model_keeps_fp32_on_cpu_and_the_pair_asks_for_auto() -> None:
+    assert default_dtype("embedded:smollm2-135m-instruct", CPU) == "float32"
+    assert default_dtype("org/any-hub-model", CPU) == "float32"
+    assert default_dtype("embedded:qwen2.5-coder-1.5b-instruct", CPU) == "auto"
+    assert default_dtype("embedded:smollm2-135m-instruct", torch.device("cuda")) == "auto"
+    assert pick_device("cpu", None, "embedded:qwen2.5-coder-0.5b-instruct")[1] == auto_dtype(CPU)
+
+
+def measured(model: torch.nn.Module, dtype: str) -> CostProfile:
+    laws = ModelCosts(num_layers=4, single_fixed=1.0, single_layer=1.0, fixed=1.0, per_token=0.1, layer_fixed=1.0,
+                      layer_per_token=0.1)
+    return CostProfile(name=f"cpu-test-{dtype}", kind="measured", label="test", device="cpu", dtype=dtype,
+                       time_unit="s", models={model_signature(model): laws})
+
+
+def test_a_profile_prices_only_runs_of_its_own_dtype() -> None:
+    model = tiny_model("llama", 4)
+    same = CostModel(model, measured(model, "float32"))
+    assert same.profile_note == "" and same.unit == pytest.approx(5.0)
+    other = CostModel(model.to(torch.bfloat16), measured(model, "float32"))
+    assert "measured in float32" in other.profile_note and "bfloat16" in other.label
+
+
+def test_device_profile_chooses_by_dtype() -> None:
+    fp32 = device_profile("cpu", dtype=torch.float32)
+    assert fp32 is not None and "fp32" in fp32
+    bf16 = device_profile("cpu", dtype="bfloat16")
+    assert bf16 is None or "bf16" in bf16
+    assert device_profile("cpu", dtype="float16") is None, "no fp16 CPU profile ships: the modelled accelerator"
+    assert device_profile("cpu", "accelerator-modelled", torch.bfloat16) == "accelerator-modelled"
