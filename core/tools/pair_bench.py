@@ -20,13 +20,12 @@ from core.analysis.hf_baselines import hf_assisted, hf_generate, reader_fidelity
 from core.config import DRAFTERS, DecodeConfig, preset
 from core.decoding.cost import CostModel
 from core.decoding.engine import generate
+from core.models.catalog import QWEN_CODER_05B_ID, QWEN_CODER_15B_ID
 from core.models.loading import ModelBundle
 from core.models.prompting import encode_prompt
 from core.tools.bench_rows import Row
 
-PAIRS: dict[str, tuple[str, str]] = {
-    "qwen2.5-coder": ("embedded:qwen2.5-coder-1.5b-instruct", "embedded:qwen2.5-coder-0.5b-instruct"),
-}
+PAIRS: dict[str, tuple[str, str]] = {"qwen2.5-coder": (QWEN_CODER_15B_ID, QWEN_CODER_05B_ID)}
 """--pair NAME -> (verifier, drafter): the offline pair of issue 13; its recommended setting is preset(NAME)."""
 
 HF_GREEDY, HF_ASSISTED, HF_ASSISTED_FIXED, HF_LOOKUP = "HF greedy", "HF assisted", "HF assisted γ", "HF lookup"
