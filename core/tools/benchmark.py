@@ -178,6 +178,8 @@ def describe_method(method: Method) -> str:
                                                            f"{method.gamma} tokens, constant, no confidence cut")}
         return what[method.kind]
     c = method
+    if c.mode == "plain":
+        return "mode plain (the verifier alone, one token per pass)"
     text = f"mode {c.mode}, drafter {c.drafter}, gamma {c.gamma}"
     if c.mode == "via":
         text += f", tau {c.tau_accept}/{c.tau_slim}, slim route {c.slim_route}, copy evidence {c.copy_evidence}"

@@ -125,9 +125,10 @@ def main(argv: list[str] | None = None) -> dict:
                         "calibrate_pair.py), save its preset (named after the verifier: qwen2.5-coder-1.5b)")
     parser.add_argument("--search", action="store_true", help="the mask search, for --model (implied by --pair)")
     parser.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], help="default: bf16 with --pair")
-    parser.add_argument("--random", type=int, default=12, help="mask search: random masks per budget")
-    parser.add_argument("--generations", type=int, default=4, help="mask search: evolutionary rounds per budget")
-    parser.add_argument("--children", type=int, default=6, help="mask search: masks bred per round")
+    parser.add_argument("--random", type=int, default=8, help="mask search: random masks per budget")
+    parser.add_argument("--generations", type=int, default=3, help="mask search: evolutionary rounds per budget")
+    parser.add_argument("--children", type=int, default=5, help="mask search: masks bred per round")
+    parser.add_argument("--texts", type=Path, help="mask search: a JSON file caching the calibration texts")
     parser.add_argument("--precision", type=float, default=0.95, help="precision target of tier 2 at tau_slim")
     parser.add_argument("--signal", default="prob", choices=["prob", "margin", "entropy"])
     parser.add_argument("--per-family", type=int, default=1, help="calibration (and evaluation) prompts per family")
@@ -148,7 +149,8 @@ def main(argv: list[str] | None = None) -> dict:
             "-instruct").lower()
         result = calibrate_pair.run(bundle, name, command, tokens=args.tokens or 48, precision=args.precision,
                                     random_count=args.random, generations=args.generations, children=args.children,
-                                    sublayer=not args.no_sublayer, save=not args.no_save, log=log)
+                                    sublayer=not args.no_sublayer, save=not args.no_save, texts_cache=args.texts,
+                                    log=log)
         print(json.dumps(result, default=str) if args.json else "\n".join(calibrate_pair.table_lines(result)))
         return result
     args.model, args.tokens = args.model or EMBEDDED_ID, args.tokens or 32

@@ -57,3 +57,15 @@ def test_the_objective_is_zero_for_the_full_model_at_margin_zero(bundle):
     assert objective((2, 3)) >= 0.0
     assert sorted(layer_influence(cal)) == list(range(6))
     assert margin_violation(cal.full_hidden @ objective.weight.T, objective.targets, 0.0) == pytest.approx(0.0)
+
+
+def test_texts_are_cached_per_model_prompts_and_length(bundle, tmp_path):
+    from core.tools.calibrate_pair import cached_texts
+
+    path = tmp_path / "texts.json"
+    first = cached_texts(bundle, ["the cat"], ["a dog"], 5, path)
+    assert path.is_file()
+    again = cached_texts(bundle, ["the cat"], ["a dog"], 5, path)
+    assert [t.sequence for t in again[0]] == [t.sequence for t in first[0]] and again[1][0].first == first[1][0].first
+    other = cached_texts(bundle, ["the cat"], ["a dog"], 3, path)  # another length: regenerated, not reused
+    assert len(other[0][0].sequence) - other[0][0].first <= 3
