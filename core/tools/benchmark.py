@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -141,13 +142,17 @@ def main_pair(args: argparse.Namespace, bundle: ModelBundle, costs: CostModel) -
     print(PAIR_HEADER)
     print("-" * len(PAIR_HEADER))
     rows: list[Row] = []
-    for i, prompt in enumerate(prompts):
-        mine = run_pair_prompt(bundle, prompt, f"{prompt.family}:{prompt.index}", table, costs, flip=i % 2 == 1,
-                               repeats=args.repeats)
-        reference = next(r for r in mine if r.method == "plain").token_ids
-        for row in mine:
-            print(row_line(row, reference), flush=True)
-        rows.extend(mine)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill PID` ends the loop and still prints the summary
+    try:
+        for i, prompt in enumerate(prompts):
+            mine = run_pair_prompt(bundle, prompt, f"{prompt.family}:{prompt.index}", table, costs, flip=i % 2 == 1,
+                                   repeats=args.repeats)
+            reference = next(r for r in mine if r.method == "plain").token_ids
+            for row in mine:
+                print(row_line(row, reference), flush=True)
+            rows.extend(mine)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: the summary covers the {len(rows) // max(len(table), 1)} prompts that finished")
     print("\n".join(summary_lines(rows)))
     print(f"\nfinished {datetime.now(timezone.utc).strftime('%H:%M UTC')}; load average {load_average()}. "
           "rej.: rejection rate; acc.len: mean acceptance length (1 + accepted / drafting rounds); words: share of "

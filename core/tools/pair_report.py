@@ -100,6 +100,8 @@ def lost_answers(rows: list[Row], method: str, baseline: str = SD) -> list[str]:
 
 def summary_lines(rows: list[Row]) -> list[str]:
     stats = method_stats(rows)
+    if not stats:
+        return ["\nno prompt finished: nothing to summarise"]
     lines = [f"\nper method over {max(s.prompts for s in stats.values())} prompts{'':3}{'tok/s':>7}{'x plain':>8}"
              f"{'x HF gr.':>9}{'rej.':>6}{'acc.len':>8}{'words':>7}{'expect.':>8}{'answers':>8}{'pred. x':>8}"
              f"{'same':>6}"]
