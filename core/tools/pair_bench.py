@@ -60,11 +60,15 @@ def lead_configs(via: DecodeConfig, gamma: int) -> dict[str, DecodeConfig]:
       pass (copy_evidence "audit", exact in greedy);
     * "VIA-SD no slim": tier 2 off (is the slim verifier paying?);
     * "VIA-SD ranked": the slim verifier skipping the 6 layers block influence ranks lowest (auto-slim);
-    * "VIA-SD hybrid": the drafter copies from the prompt when it matches, else asks the 0.5B model."""
+    * "VIA-SD long": gamma 12, the model's draft cut at its first token under 0.5 (BiLD's fallback);
+    * "VIA-SD hybrid" (and "long"): the drafter copies from the prompt when it matches, else asks the 0.5B model,
+      audited."""
     leads = {"VIA-SD audited": via.with_(copy_evidence="audit"), "VIA-SD no slim": via.with_(tau_slim=1.0),
              "VIA-SD ranked": via.with_(slim_route="auto-slim"), "SD γ=via": via.with_(mode="sd")}
+    leads["VIA-SD long"] = via.with_(gamma=12, draft_stop_below=0.5)  # run ahead while sure, hand over when not
     if "hybrid" in DRAFTERS:
         leads["VIA-SD hybrid"] = via.with_(drafter="hybrid", copy_evidence="audit")
+        leads["VIA-SD hybrid long"] = via.with_(drafter="hybrid", copy_evidence="audit", gamma=12, draft_stop_below=0.5)
         leads["SD hybrid"] = via.with_(drafter="hybrid", mode="sd", gamma=gamma)
     return leads
 
