@@ -85,6 +85,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     pair.add_argument("--leads", default="", help="comma list of extra VIA-SD variants (core.tools.pair_bench."
                       "lead_configs): VIA-SD audited, VIA-SD no slim, VIA-SD ranked, VIA-SD hybrid, ...")
     pair.add_argument("--skip", default="", help="comma list of table rows to leave out")
+    pair.add_argument("--traces-dir", type=Path, help="write every VIA-SD run's trace there as JSON (Trace.to_json)")
     args = p.parse_args(argv)
     args.leads = [x.strip() for x in args.leads.split(",") if x.strip()]
     args.skip = [x.strip() for x in args.skip.split(",") if x.strip()]
@@ -150,6 +151,9 @@ def main_pair(args: argparse.Namespace, bundle: ModelBundle, costs: CostModel) -
             reference = next(r for r in mine if r.method == "plain").token_ids
             for row in mine:
                 print(row_line(row, reference), flush=True)
+                if args.traces_dir and row.trace is not None and row.method.startswith("VIA-SD"):
+                    name = f"{prompt.family}{prompt.index}-{row.method.replace(' ', '-')}.json"
+                    (args.traces_dir / name).write_text(row.trace.to_json())
             rows.extend(mine)
     except KeyboardInterrupt:
         print(f"\ninterrupted: the summary covers the {len(rows) // max(len(table), 1)} prompts that finished")
