@@ -28,6 +28,10 @@ from core.tools.bench_rows import Row
 PAIRS: dict[str, tuple[str, str]] = {"qwen2.5-coder": (QWEN_CODER_15B_ID, QWEN_CODER_05B_ID)}
 """--pair NAME -> (verifier, drafter): the offline pair of issue 13; its recommended setting is preset(NAME)."""
 
+SEARCHED_7 = "layers:0-3,5-6,8-9,12-17,19-22,24,26-27"
+"""The pair's slim mask skipping 7 layers (4,7,10,11,18,23,25; 25 %), the best of a first 19-mask search on the
+calibration text (margin violation 0.594 against the block-influence ranking's 0.708; scratch log in README)."""
+
 HF_GREEDY, HF_ASSISTED, HF_ASSISTED_FIXED, HF_LOOKUP = "HF greedy", "HF assisted", "HF assisted γ", "HF lookup"
 PLAIN, SD, VIA, BILD, CASCADE = "plain", "SD", "VIA-SD", "BiLD", "cascade"
 BASELINES = (HF_GREEDY, HF_ASSISTED, HF_ASSISTED_FIXED, HF_LOOKUP, PLAIN, SD, VIA, BILD, CASCADE)
@@ -64,7 +68,8 @@ def lead_configs(via: DecodeConfig, gamma: int) -> dict[str, DecodeConfig]:
     * "VIA-SD hybrid" (and "long"): the drafter copies from the prompt when it matches, else asks the 0.5B model,
       audited."""
     leads = {"VIA-SD audited": via.with_(copy_evidence="audit"), "VIA-SD no slim": via.with_(tau_slim=1.0),
-             "VIA-SD ranked": via.with_(slim_route="auto-slim"), "SD γ=via": via.with_(mode="sd")}
+             "VIA-SD ranked": via.with_(slim_route="auto-slim"), "SD γ=via": via.with_(mode="sd"),
+             "VIA-SD searched slim": via.with_(slim_route=SEARCHED_7, tau_slim=0.7)}
     leads["VIA-SD long"] = via.with_(gamma=12, draft_stop_below=0.5)  # run ahead while sure, hand over when not
     if "hybrid" in DRAFTERS:
         leads["VIA-SD hybrid"] = via.with_(drafter="hybrid", copy_evidence="audit")
