@@ -30,7 +30,8 @@ PAIRS: dict[str, tuple[str, str]] = {"qwen2.5-coder": (QWEN_CODER_15B_ID, QWEN_C
 
 SEARCHED_7 = "layers:0-3,5-6,8-9,12-17,19-22,24,26-27"
 """The pair's slim mask skipping 7 layers (4,7,10,11,18,23,25; 25 %), the best of a first 19-mask search on the
-calibration text (margin violation 0.594 against the block-influence ranking's 0.708; scratch log in README)."""
+calibration text (margin violation 0.594 against the block-influence ranking's 0.708), the same route as
+core/presets/qwen2.5-coder-1.5b.json ("calibrated-slim"), spelled out so the table does not depend on the file."""
 
 HF_GREEDY, HF_ASSISTED, HF_ASSISTED_FIXED, HF_LOOKUP = "HF greedy", "HF assisted", "HF assisted γ", "HF lookup"
 PLAIN, SD, VIA, BILD, CASCADE = "plain", "SD", "VIA-SD", "BiLD", "cascade"
