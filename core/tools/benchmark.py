@@ -16,270 +16,27 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-from dataclasses import dataclass, field
+import signal
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
 
 import torch
 
-from core.analysis.fidelity import attach_fidelity
-from core.analysis.metrics import summarize
-from core.config import LOOKUP_PRESET, DecodeConfig
+from core.analysis.hf_baselines import hf_generate
+from core.config import DecodeConfig, preset
 from core.decoding.cost import CostModel
 from core.decoding.cost_profiles import device_profile
 from core.decoding.engine import generate
-from core.decoding.timing import Stopwatch
 from core.models.loading import EMBEDDED_ID, ModelBundle, load_bundle
-from core.models.prompting import encode_prompt, stop_token_ids
+from core.models.prompting import encode_prompt
+from core.tools.bench_report import HEADER, call_shape, explanations, format_row, summary
+from core.tools.bench_rows import SAME_DRAFTS, Row, lookup_config, run_prompt
+from core.tools.pair_bench import PAIRS, HfCall, Method, methods, run_method, run_pair_prompt
+from core.tools.pair_report import HEADER as PAIR_HEADER
+from core.tools.pair_report import row_line, summary_lines
 from core.tools.profile import machine_description, measure_profile, versions
-from core.trace import Trace
-
-HF_GREEDY, HF_LOOKUP, HF_ASSISTED = "HF greedy", "HF lookup", "HF assisted"
-SAME_DRAFTS = "SD same drafts"  # classic SD with VIA-SD's own drafter settings: VIA-SD's lossless equivalent
-
-
-def lookup_config(args: argparse.Namespace) -> DecodeConfig:
-    """VIA-SD with prompt lookup: core.config.LOOKUP_PRESET, with any setting given on the command line."""
-    via = LOOKUP_PRESET.given(args, "tau_accept", "tau_slim", "copy_evidence", "audit_span", "draft_stop_below",
-                              "ngram_size")
-    gamma = via.gamma if args.lookup_gamma is None else args.lookup_gamma
-    return via.with_(max_new_tokens=args.max_new_tokens, gamma=gamma).validate()
-
-
-@dataclass
-class Row:
-    """One run of one prompt by one method."""
-
-    prompt: str
-    method: str  # HF greedy | HF lookup | HF assisted | plain | SD | VIA-SD
-    drafter: str  # "-" for greedy/plain
-    token_ids: list[int]
-    seconds: float
-    trace: Trace | None = None
-    predicted: float | None = None
-    accelerator: float | None = None
-    words_differing: float | None = None
-    expectations: tuple[int, int] | None = None  # (met, total)
-    kept_full_expectations: bool | None = None  # met every expectation the full model's own output meets
-    ratios: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def tokens_per_s(self) -> float:
-        return len(self.token_ids) / self.seconds if self.seconds > 0 else 0.0
-
-    @property
-    def key(self) -> str:
-        return self.method if self.drafter == "-" else f"{self.method} {self.drafter}"
-
-
-def hf_generate(bundle: ModelBundle, prompt_ids: list[int], max_new_tokens: int,
-                **kwargs: object) -> tuple[list[int], float]:
-    """Hugging Face `generate`, greedy, timed like ours (CUDA synchronised); returns (new ids, seconds)."""
-    model = bundle.verifier.model
-    ids = torch.tensor([prompt_ids], device=bundle.verifier.device)
-    stop = sorted(stop_token_ids(model, bundle.verifier.tokenizer))
-    with torch.inference_mode(), Stopwatch(bundle.verifier.device) as watch:
-        out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
-                             do_sample=False, temperature=None, top_p=None, top_k=None, eos_token_id=stop,
-                             pad_token_id=stop[0], **kwargs)
-    return out[0, len(prompt_ids):].tolist(), watch.seconds
-
-
-def reader_fidelity(bundle: ModelBundle, ids: list[int], reference: list[int], expectations: object) -> dict:
-    """Words differing and expectations met for an output we have no trace of (the HF anchors).
-
-    Uses core.analysis.textdiff / core.analysis.expectations where they exist (they land with the grounded family)."""
-    out: dict = {}
-    tokenizer = bundle.verifier.tokenizer
-    text, ref = tokenizer.decode(ids, skip_special_tokens=True), tokenizer.decode(reference, skip_special_tokens=True)
-    try:
-        from core.analysis.textdiff import word_diff
-    except ImportError:
-        out["words_differing"] = 0.0 if ids == reference else None
-    else:
-        out["words_differing"] = word_diff(text, ref, getattr(tokenizer, "all_special_tokens", ())).words_differing
-    if expectations is not None and hasattr(expectations, "check"):
-        checks, on_reference = expectations.check(text), expectations.check(ref)
-        out["expectations"] = (sum(bool(c.met) for c in checks), len(checks))
-        out["kept"] = all(c.met or not r.met for c, r in zip(checks, on_reference, strict=True))
-    return out
-
-
-def _our_row(bundle: ModelBundle, prompt: object, label: str, config: DecodeConfig, costs: CostModel,
-             accelerator: CostModel) -> Row:
-    trace = generate(bundle, prompt.text, config, replay=False, profile=costs.profile)  # priced once, by `costs`
-    drafter = bundle.drafter.model if config.drafter == "model" and bundle.drafter is not None else None
-    method = {"plain": "plain", "sd": "SD", "via": "VIA-SD"}[config.mode]
-    if config.mode == "sd" and config.drafter == "ngram" and config.draft_stop_below > 0:
-        method = SAME_DRAFTS
-    return Row(label, method, "-" if config.mode == "plain" else config.drafter, trace.token_ids, trace.wall_s, trace,
-               predicted=costs.predicted_speedup(trace, drafter),
-               accelerator=accelerator.predicted_speedup(trace, drafter))
-
-
-def run_prompt(bundle: ModelBundle, prompt: object, label: str, args: argparse.Namespace, costs: CostModel,
-               accelerator: CostModel, flip: bool) -> list[Row]:
-    """Every method on one prompt, interleaved; then fidelity against our plain (greedy) output."""
-    prompt_ids = encode_prompt(bundle.verifier.tokenizer, prompt.text)
-    base = DecodeConfig(max_new_tokens=args.max_new_tokens)
-    base = base.given(args, "tau_accept", "tau_slim")
-    jobs = [lambda: Row(label, HF_GREEDY, "-", *hf_generate(bundle, prompt_ids, args.max_new_tokens)),
-            lambda: _our_row(bundle, prompt, label, base.with_(mode="plain"), costs, accelerator)]
-    for drafter in args.drafters:
-        gamma = args.lookup_tokens if drafter == "ngram" else args.gamma
-        if drafter == "ngram":
-            jobs.append(lambda: Row(label, HF_LOOKUP, "ngram", *hf_generate(
-                bundle, prompt_ids, args.max_new_tokens, prompt_lookup_num_tokens=args.lookup_tokens)))
-        if drafter == "model":
-            jobs.append(lambda: Row(label, HF_ASSISTED, "model", *hf_generate(
-                bundle, prompt_ids, args.max_new_tokens, assistant_model=bundle.drafter.model)))
-        configs = [base.with_(mode=mode, drafter=drafter, gamma=gamma) for mode in ("sd", "via")]
-        if drafter == "ngram":  # VIA-SD as recommended, and classic SD with the very same drafts (its lossless twin)
-            via = lookup_config(args)
-            configs = [configs[0], via.with_(mode="sd"), via]
-        for config in configs:
-            jobs.append(lambda config=config: _our_row(bundle, prompt, label, config, costs, accelerator))
-    runs: list[Row] = []
-    for repeat in range(args.repeats):  # alternate the order; keep each method's median-time run
-        runs.extend(job() for job in (reversed(jobs) if (flip + repeat) % 2 else jobs))
-    rows = []
-    for key in dict.fromkeys(r.key for r in runs):
-        same = sorted((r for r in runs if r.key == key), key=lambda r: r.seconds)
-        rows.append(same[(len(same) - 1) // 2])
-    rows.sort(key=lambda r: (0 if r.drafter == "-" else 1 + args.drafters.index(r.drafter), ROW_ORDER.index(r.method)))
-    plain = next(r for r in rows if r.method == "plain")
-    expectations = getattr(prompt, "expectations", None)
-    for row in rows:
-        if row.trace is not None:
-            attach_fidelity(bundle, row.trace, plain.token_ids)
-            m = summarize(row.trace)
-            row.words_differing = m.get("words_differing", 0.0 if m.get("identical_to_full") else None)
-            if m.get("expectations_total"):
-                row.expectations = (int(m["expectations_met"]), int(m["expectations_total"]))
-                checks = getattr(row.trace.fidelity, "expectations", None) or []
-                row.kept_full_expectations = all(getattr(c, "met", False) or not getattr(c, "full_met", False)
-                                                 for c in checks)
-        else:
-            found = reader_fidelity(bundle, row.token_ids, plain.token_ids, expectations)
-            row.words_differing, row.expectations = found.get("words_differing"), found.get("expectations")
-            row.kept_full_expectations = found.get("kept")
-    anchors = {name: next((r for r in rows if r.method == name), None) for name in (HF_GREEDY, HF_LOOKUP)}
-    for row in rows:
-        for name, anchor in list(anchors.items()) + [("plain", plain)]:
-            if anchor is not None and anchor.tokens_per_s:
-                row.ratios[name] = row.tokens_per_s / anchor.tokens_per_s
-    return rows
-
-
-ROW_ORDER = (HF_GREEDY, "plain", HF_LOOKUP, HF_ASSISTED, "SD", SAME_DRAFTS, "VIA-SD")
-HEADER = (f"{'prompt':17}{'method':22}{'tok/s':>7}{'x HF gr.':>9}{'x HF lk.':>9}{'meas. x':>9}{'pred. x':>9}"
-          f"{'accel. x':>9}{'words':>7}{'expect.':>9}{'same':>6}")
-
-
-def _fmt(value: float | None, spec: str, width: int) -> str:
-    return (format(value, spec) if value is not None else "-").rjust(width)
-
-
-def format_row(row: Row, reference: list[int]) -> str:
-    method = row.key if row.method not in (HF_LOOKUP, HF_ASSISTED) else row.method
-    expect = f"{row.expectations[0]}/{row.expectations[1]}" if row.expectations else "-"
-    return (f"{row.prompt[:16]:17}{method:22}{row.tokens_per_s:7.1f}{_fmt(row.ratios.get(HF_GREEDY), '.2f', 9)}"
-            f"{_fmt(row.ratios.get(HF_LOOKUP), '.2f', 9)}{_fmt(row.ratios.get('plain'), '.2f', 9)}"
-            f"{_fmt(row.predicted, '.2f', 9)}{_fmt(row.accelerator, '.2f', 9)}"
-            f"{_fmt(row.words_differing, '.1%', 7)}{expect:>9}{'yes' if row.token_ids == reference else 'no':>6}")
-
-
-def summary(rows: list[Row], costs: CostModel | None = None) -> list[str]:
-    """Medians over prompts per method, the issue's targets, the prompt-lookup ceiling (with `costs`) and
-    the profile's prediction error."""
-    lines = [f"\nmedians over prompts{'':7}{'x HF gr.':>9}{'x HF lk.':>9}{'meas. x':>9}{'pred. x':>9}"
-             f"{'words':>7}{'expect. kept':>13}"]
-    keys = list(dict.fromkeys(r.key for r in rows))
-    med: dict[str, dict[str, float | None]] = {}
-    for key in keys:
-        mine = [r for r in rows if r.key == key]
-
-        def median(values: list[float | None]) -> float | None:  # "-" unless every prompt has the value
-            return statistics.median(values) if values and None not in values else None
-
-        med[key] = {"greedy": median([r.ratios.get(HF_GREEDY) for r in mine]),
-                    "lookup": median([r.ratios.get(HF_LOOKUP) for r in mine]),
-                    "plain": median([r.ratios.get("plain") for r in mine]),
-                    "pred": median([r.predicted for r in mine]),
-                    "words": median([r.words_differing for r in mine])}
-        judged = [r for r in mine if r.kept_full_expectations is not None]
-        met = f"{sum(r.kept_full_expectations for r in judged)}/{len(judged)}" if judged else "-"
-        m = med[key]
-        lines.append(f"  {key:25}{_fmt(m['greedy'], '.2f', 9)}{_fmt(m['lookup'], '.2f', 9)}"
-                     f"{_fmt(m['plain'], '.2f', 9)}{_fmt(m['pred'], '.2f', 9)}{_fmt(m['words'], '.1%', 7)}{met:>13}")
-    lines.append("\ntargets (issue 7, medians over prompts):")
-    for key, anchor, col in (("plain", "HF greedy", "greedy"), ("SD ngram", "HF prompt lookup", "lookup"),
-                             ("VIA-SD ngram", "HF prompt lookup (target 1.2x, <= 1% words)", "lookup")):
-        value = med.get(key, {}).get(col)
-        goal = 1.2 if key == "VIA-SD ngram" else 1.0
-        if value is not None:
-            verdict = "met" if value >= goal else f"MISSED by {goal - value:.3f}"
-            lines.append(f"  {key} vs {anchor}: {value:.3f}x -> {verdict}")
-    via, twin = med.get("VIA-SD ngram"), med.get(f"{SAME_DRAFTS} ngram")
-    if via and twin and via.get("plain") and twin.get("plain"):
-        ratio = via["plain"] / twin["plain"]
-        words = via.get("words")
-        lines.append(f"  VIA-SD ngram words differing (median): {_fmt(words, '.1%', 0).strip()} -> "
-                     f"{'met' if words is not None and words <= 0.01 else 'MISSED'}")
-        lines.append(f"  floor: VIA-SD ngram vs {SAME_DRAFTS} ngram (same drafter, lossless): {ratio:.3f}x -> "
-                     f"{'met' if ratio >= 1.0 else f'MISSED by {1.0 - ratio:.3f}'}")
-    sd = [r for r in rows if r.key == "SD ngram" and r.trace is not None and r.ratios.get(HF_LOOKUP)]
-    if costs is not None and sd:
-        from core.analysis.breakeven import lookup_ceiling
-
-        ceilings = [lookup_ceiling(r.trace, costs) for r in sd]
-        versus_hf = [c * r.ratios[HF_LOOKUP] for c, r in zip(ceilings, sd, strict=True)]
-        lines.append("  ceiling (core.analysis.breakeven.lookup_ceiling, priced by the profile): a prompt-lookup "
-                     "decoder that "
-                     f"knew every verdict in advance would run at most {statistics.median(ceilings):.2f}x our "
-                     f"classic SD (median; {min(ceilings):.2f}-{max(ceilings):.2f}), i.e. about "
-                     f"{statistics.median(versus_hf):.2f}x HF prompt lookup")
-    errors = [abs(r.predicted / r.ratios["plain"] - 1) for r in rows
-              if r.trace is not None and r.method != "plain" and r.predicted and r.ratios.get("plain")]
-    if errors:
-        worst = max(errors)
-        lines.append(f"\nprofile prediction vs measured speed-up over our plain: median error "
-                     f"{statistics.median(errors):.0%}, worst {worst:.0%} over {len(errors)} runs "
-                     f"({'within' if statistics.median(errors) <= 0.15 else 'OUTSIDE'} the 15 % target)")
-    return lines
-
-
-def call_shape(rows: list[Row], costs: CostModel) -> list[str]:
-    """Does the profile's law have the right shape on this run's own passes? Measured / predicted time per
-    kind of call, relative to one-token full passes (1.00 everywhere = the law prices calls in the right
-    proportions, whatever the machine's load did to absolute times)."""
-    if costs.profile.kind != "measured" or costs.profile_note:
-        return []
-    buckets: dict[str, list[float]] = {}
-    for row in rows:
-        if row.trace is None:
-            continue
-        for round_ in row.trace.rounds:
-            for c in round_.calls:
-                if c.from_memo or c.wall_s <= 0 or (row.drafter == "model" and c.role == "drafter"):
-                    continue
-                size = "1 token" if c.tokens_processed == 1 else "2-16" if c.tokens_processed <= 16 else ">16"
-                predicted = costs.costs(costs.verifier).time(c.layers, c.tokens_processed)
-                buckets.setdefault(f"{c.role} {size}", []).append(c.wall_s / predicted)
-    base = statistics.median(buckets.get("full 1 token", [1.0]))
-    cells = [f"{k} {statistics.median(v) / base:.2f} (n={len(v)})" for k, v in sorted(buckets.items())]
-    return ["\nprofile shape on this run's passes (measured/predicted, relative to full 1-token passes; "
-            f"those ran {base:.2f}x the profile's time):", "  " + "; ".join(cells)]
-
-
-def explanations(rows: list[Row], costs: CostModel) -> list[str]:
-    from core.analysis.breakeven import explain
-
-    lines = ["\nwhy (first prompt, core.analysis.breakeven, priced by the profile):"]
-    first = rows[0].prompt
-    for row in rows:
-        if row.prompt == first and row.trace is not None and row.method != "plain":
-            lines.append(f"  {row.key}: {explain(row.trace)}")
-    return lines
+from examples import ExamplePrompt, load_prompts
 
 
 def default_families() -> str:
@@ -290,15 +47,18 @@ def default_families() -> str:
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default=EMBEDDED_ID)
+    p.add_argument("--model", help=f"the verifier (default: {EMBEDDED_ID}, or the pair's)")
     p.add_argument("--drafter-model", help="a separate drafter (same tokenizer): adds HF assisted and drafter 'model'")
+    p.add_argument("--pair", choices=sorted(PAIRS), help="the paper's table on a real pair (core/tools/pair_bench.py): "
+                   "code and math prompts, bf16, HF greedy / assisted / lookup, plain, SD, VIA-SD, BiLD, cascade")
     p.add_argument("--device")
     p.add_argument("--dtype", choices=["float32", "bfloat16", "float16"])
     p.add_argument("--families", help="example families (default: grounded)")
-    p.add_argument("--per-family", type=int, default=12)
+    p.add_argument("--per-family", type=int, help="prompts per family (default 12; with --pair: all)")
     p.add_argument("--max-new-tokens", type=int, default=96)
     p.add_argument("--drafters", default="ngram,self", help="comma list of self, ngram, model")
-    p.add_argument("--gamma", type=int, default=DecodeConfig.gamma, help="draft length for model drafters")
+    p.add_argument("--gamma", type=int, help="draft length for model drafters (default: DecodeConfig's; with --pair: "
+                   "the pair preset's, for classic SD, BiLD, cascade and HF assisted's fixed-gamma row)")
     p.add_argument("--lookup-tokens", type=int, default=10,
                    help="prompt lookup: HF prompt_lookup_num_tokens and our gamma with drafter ngram")
     p.add_argument("--tau-accept", type=float, help="VIA-SD (default: DecodeConfig's with model drafters, "
@@ -314,7 +74,30 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, help="torch CPU threads")
     p.add_argument("--repeats", type=int, default=1, help="runs per method and prompt; the median-time run is kept")
     p.add_argument("--quick", action="store_true", help="CI size: 2 prompts, 32 new tokens")
+    pair = p.add_argument_group("with --pair")
+    pair.add_argument("--prompts", help="comma list of FAMILY:INDEX (0-based), e.g. code:9,math:0 (default: every code "
+                      "prompt and every math prompt with a final answer, or --per-family of each)")
+    pair.add_argument("--slim-route", help="VIA-SD's slim route (default: the preset's, calibrated-slim)")
+    pair.add_argument("--via-gamma", type=int, help="VIA-SD's draft length (default: the preset's)")
+    pair.add_argument("--bild-rollback", type=float, default=2.0, help="BiLD rollback threshold in nats")
+    pair.add_argument("--bild-fallback", type=float, default=0.5, help="BiLD fallback: draft stops below this")
+    pair.add_argument("--cascade-alpha", type=float, default=0.1, help="cascade-chow: defer when max p < 1 - alpha")
+    pair.add_argument("--leads", default="", help="comma list of extra VIA-SD variants (core.tools.pair_bench."
+                      "lead_configs): VIA-SD audited, VIA-SD no slim, VIA-SD ranked, VIA-SD hybrid, ...")
+    pair.add_argument("--skip", default="", help="comma list of table rows to leave out")
+    pair.add_argument("--traces-dir", type=Path, help="write every VIA-SD run's trace there as JSON (Trace.to_json)")
     args = p.parse_args(argv)
+    args.leads = [x.strip() for x in args.leads.split(",") if x.strip()]
+    args.skip = [x.strip() for x in args.skip.split(",") if x.strip()]
+    if args.pair:
+        args.model = args.model or PAIRS[args.pair][0]
+        args.drafter_model = args.drafter_model or PAIRS[args.pair][1]
+        args.dtype = args.dtype or "bfloat16"
+        args.gamma = args.gamma or preset(args.pair).gamma
+    elif args.per_family is None:
+        args.per_family = 12
+    args.model = args.model or EMBEDDED_ID
+    args.gamma = args.gamma or DecodeConfig.gamma
     if args.quick:
         args.per_family, args.max_new_tokens = 2, 32
     args.drafters = [d for d in args.drafters.split(",") if d]
@@ -323,11 +106,102 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def pair_prompts(args: argparse.Namespace) -> list[ExamplePrompt]:
+    """The pair's prompts: --prompts, else every code prompt and every math prompt with a final answer."""
+    if args.prompts:
+        chosen = []
+        for spec in args.prompts.split(","):
+            family, _, index = spec.strip().partition(":")
+            chosen.append(load_prompts(family)[int(index)])
+        return chosen
+    families = (args.families or "code,math").split(",")
+    picked = [p for f in families for p in load_prompts(f)
+              if f != "math" or (p.expectations is not None and p.expectations.answer is not None)]
+    if args.per_family:
+        picked = [p for f in families for p in [q for q in picked if q.family == f][:args.per_family]]
+    return picked
+
+
+def main_pair(args: argparse.Namespace, bundle: ModelBundle, costs: CostModel) -> None:
+    """The paper's table on a real pair (core/tools/pair_bench.py runs it, core/tools/pair_report.py prints it)."""
+    prompts = pair_prompts(args)
+    table = methods(args, args.pair)
+    device = bundle.verifier.device
+    start = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    print(f"{start}; {args.model} verified, {args.drafter_model} drafting, on {machine_description(device)}; "
+          f"{str(bundle.verifier.dtype).replace('torch.', '')}; CPU bf16 instructions: {cpu_bf16()}; "
+          f"{', '.join(f'{k} {v}' for k, v in versions().items())}; load average {load_average()}")
+    print(f"{len(prompts)} prompts ({', '.join(dict.fromkeys(p.family for p in prompts))}), {args.max_new_tokens} new "
+          f"tokens, greedy, {args.repeats} interleaved run(s) per method (order flipped every other prompt)")
+    for name, method in table.items():
+        print(f"  {name}: {describe_method(method)}")
+    print(f"pred. x: {costs.label}\n")
+    first = prompts[0]
+    for method in table.values():  # warm every path once (first calls pay for lazy initialisation)
+        warm = method.with_(max_new_tokens=4) if isinstance(method, DecodeConfig) else replace(method, max_new_tokens=4)
+        run_method(bundle, first, encode_prompt(bundle.verifier.tokenizer, first.text), "warm", "warm", warm, costs)
+    print(PAIR_HEADER)
+    print("-" * len(PAIR_HEADER))
+    rows: list[Row] = []
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill PID` ends the loop and still prints the summary
+    try:
+        for i, prompt in enumerate(prompts):
+            mine = run_pair_prompt(bundle, prompt, f"{prompt.family}:{prompt.index}", table, costs, flip=i % 2 == 1,
+                                   repeats=args.repeats)
+            reference = next(r for r in mine if r.method == "plain").token_ids
+            for row in mine:
+                print(row_line(row, reference), flush=True)
+                if args.traces_dir and row.trace is not None and row.method.startswith("VIA-SD"):
+                    name = f"{prompt.family}{prompt.index}-{row.method.replace(' ', '-')}.json"
+                    (args.traces_dir / name).write_text(row.trace.to_json())
+            rows.extend(mine)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: the summary covers the {len(rows) // max(len(table), 1)} prompts that finished")
+    print("\n".join(summary_lines(rows)))
+    print(f"\nfinished {datetime.now(timezone.utc).strftime('%H:%M UTC')}; load average {load_average()}. "
+          "rej.: rejection rate; acc.len: mean acceptance length (1 + accepted / drafting rounds); words: share of "
+          "words differing from our plain (same-dtype greedy) output; expect.: expectations met; answer: the math "
+          "prompt's final answer; pred. x: the cost profile's predicted speed-up over plain from the run's calls; "
+          "same: tokens identical to our plain output. A shared machine makes wall-clock numbers noisy: compare "
+          "ratios, and rerun for yours.")
+
+
+def load_average() -> str:
+    return " ".join(f"{v:.2f}" for v in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
+
+
+def cpu_bf16() -> str:
+    """Whether this CPU advertises native bf16 (avx512_bf16 or AMX), read from /proc/cpuinfo; detected, not assumed."""
+    try:
+        flags = set(Path("/proc/cpuinfo").read_text().split())
+    except OSError:
+        return "unknown"
+    found = sorted(flags & {"avx512_bf16", "amx_bf16"})
+    return ", ".join(found) if found else "none"
+
+
+def describe_method(method: Method) -> str:
+    if isinstance(method, HfCall):
+        what = {"greedy": "generate(do_sample=False)", "lookup": f"prompt_lookup_num_tokens={method.gamma}",
+                "assisted": "assistant_model=drafter, " + ("its defaults" if method.gamma is None else
+                                                           f"{method.gamma} tokens, constant, no confidence cut")}
+        return what[method.kind]
+    c = method
+    if c.mode == "plain":
+        return "mode plain (the verifier alone, one token per pass)"
+    text = f"mode {c.mode}, drafter {c.drafter}, gamma {c.gamma}"
+    if c.mode == "via":
+        text += f", tau {c.tau_accept}/{c.tau_slim}, slim route {c.slim_route}, copy evidence {c.copy_evidence}"
+    if c.verify_rule != "exact":
+        text += f", {c.verify_rule} alpha {c.verify_alpha}"
+    if c.draft_stop_below:
+        text += f", draft stops below {c.draft_stop_below}"
+    return text
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
     from transformers.utils import logging as hf_logging
-
-    from examples import load_prompts
 
     hf_logging.set_verbosity_error()
     if args.threads:
@@ -341,6 +215,8 @@ def main(argv: list[str] | None = None) -> None:
     else:
         profile = device_profile(device, args.profile)
     costs = CostModel(bundle.verifier.model, profile)
+    if args.pair:
+        return main_pair(args, bundle, costs)
     accelerator = CostModel(bundle.verifier.model)
     families = (args.families or default_families()).split(",")
     prompts = [p for f in families for p in load_prompts(f)[: args.per_family]]

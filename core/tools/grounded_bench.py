@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 from dataclasses import dataclass, field
 
 import torch
 
 from core.analysis.fidelity import attach_fidelity
+from core.analysis.hf_baselines import hf_generate
 from core.analysis.metrics import summarize
 from core.analysis.textdiff import word_diff
 from core.config import LOOKUP_PRESET, DecodeConfig
 from core.decoding.engine import generate
-from core.models.loading import EMBEDDED_ID, ModelBundle, load_bundle
+from core.models.loading import EMBEDDED_ID, load_bundle
 from core.models.prompting import encode_prompt
 from core.trace import Trace
 from examples import ExamplePrompt, load_prompts
@@ -46,20 +46,6 @@ SETTINGS: dict[str, DecodeConfig] = {
 }
 """Our settings by name; `--settings` picks some. All use prompt lookup (n <= 3; gamma 10, or LOOKUP_PRESET's)."""
 DEFAULT_SETTINGS = ("sd", "sd-same-drafts", "via-audit", "via-trust-0.9", "via-trust-0.6", "via-trust-0.3")
-
-
-def hf_generate(bundle: ModelBundle, prompt_ids: list[int], max_new_tokens: int,
-                lookup: int | None) -> tuple[list[int], float]:
-    """New token ids and wall seconds of Hugging Face greedy `generate` (with prompt lookup if given)."""
-    model, device = bundle.verifier.model, bundle.verifier.device
-    ids = torch.tensor([prompt_ids], device=device)
-    extra = {"prompt_lookup_num_tokens": lookup} if lookup else {}
-    pad = bundle.verifier.tokenizer.eos_token_id
-    start = time.perf_counter()
-    with torch.inference_mode():
-        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
-                             do_sample=False, pad_token_id=pad, **extra)
-    return out[0, len(prompt_ids):].tolist(), time.perf_counter() - start
 
 
 @dataclass
@@ -130,10 +116,11 @@ def main(argv: list[str] | None = None) -> None:
     tally = _Tally()
     for prompt in prompts:
         prompt_ids = encode_prompt(tokenizer, prompt.text)
-        reference, greedy_s = hf_generate(bundle, prompt_ids, args.max_new_tokens, None)
+        reference, greedy_s = hf_generate(bundle, prompt_ids, args.max_new_tokens)
         rows = _PromptRows(prompt, reference, tokenizer, tally)
         rows.add("hf-greedy", len(reference) / greedy_s, reference)
-        lookup_ids, lookup_s = hf_generate(bundle, prompt_ids, args.max_new_tokens, 10)
+        lookup_ids, lookup_s = hf_generate(bundle, prompt_ids, args.max_new_tokens,
+                                            prompt_lookup_num_tokens=10)
         rows.add("hf-lookup", len(lookup_ids) / lookup_s, lookup_ids)
         for name in names:
             trace = generate(bundle, prompt.text, SETTINGS[name].with_(max_new_tokens=args.max_new_tokens),

@@ -6,17 +6,9 @@ import pytest
 from tiny import tiny_bundle
 
 from core.decoding.cost import CostModel
-from core.tools.benchmark import (
-    HF_ASSISTED,
-    HF_GREEDY,
-    HF_LOOKUP,
-    SAME_DRAFTS,
-    Row,
-    format_row,
-    parse,
-    run_prompt,
-    summary,
-)
+from core.tools.bench_report import call_shape, format_row, summary
+from core.tools.bench_rows import HF_ASSISTED, HF_GREEDY, HF_LOOKUP, SAME_DRAFTS, Row, run_prompt
+from core.tools.benchmark import parse
 
 
 @dataclass(frozen=True)
@@ -70,8 +62,6 @@ def test_summary_flags_a_missed_target():
 
 def test_call_shape_compares_each_kind_of_pass_with_the_profile(rows):
     from core.decoding.cost_profiles import CostProfile, ModelCosts, model_signature
-    from core.tools.benchmark import call_shape
-
     verifier = tiny_bundle("llama", layers=4).verifier.model  # same shape and seed: same signature
     laws = ModelCosts(4, 1e-3, 1e-3, 1e-3, 1e-4, 1e-3, 1e-4)
     profile = CostProfile("m", "measured", "hand", "cpu", "float32", "s", {model_signature(verifier): laws})

@@ -2,8 +2,9 @@
 
 import pytest
 
+from core.analysis.slim_calibration import Calibrator, Text, route_cost, route_from_blocks
 from core.decoding.layer_routes import resolve_route
-from core.tools.calibrate import Calibrator, Text, rank_units, route_cost, route_from_blocks, search
+from core.tools.calibrate import rank_units, search
 
 
 @pytest.fixture(scope="module")

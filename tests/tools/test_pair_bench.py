@@ -1,0 +1,98 @@
+"""The pair table (python -m core.benchmark --pair) on tiny random models: every row runs, the lossless ones are
+exact in fp32, and the report judges issue 13's targets from the numbers."""
+
+from dataclasses import dataclass
+
+import pytest
+from tiny import tiny_bundle
+
+from core.analysis.expectations import Expectations
+from core.decoding.cost import CostModel
+from core.tools.bench_rows import Row
+from core.tools.benchmark import parse
+from core.tools.pair_bench import BASELINES, HF_ASSISTED, HF_GREEDY, PLAIN, SD, VIA, methods, run_pair_prompt
+from core.tools.pair_report import lost_answers, method_stats, row_line, summary_lines
+
+LOSSLESS = {HF_GREEDY, HF_ASSISTED, "HF assisted γ", "HF lookup", PLAIN, SD, "VIA-SD audited", "SD γ=via"}
+
+
+@dataclass(frozen=True)
+class Prompt:
+    text: str
+    expectations: object = None
+
+
+@pytest.fixture(scope="module")
+def args():
+    return parse(["--pair", "qwen2.5-coder", "--max-new-tokens", "12", "--gamma", "3", "--lookup-tokens", "4",
+                  "--leads", "VIA-SD audited,VIA-SD no slim,SD γ=via"])
+
+
+@pytest.fixture(scope="module")
+def rows(args):
+    bundle = tiny_bundle("llama", layers=4, drafter_layers=2)
+    table = methods(args, "qwen2.5-coder")
+    text = "the cat sat on the mat. the cat sat on the mat. the cat"
+    return run_pair_prompt(bundle, Prompt(text, Expectations(("cat",))), "tiny", table,
+                           CostModel(bundle.verifier.model), flip=True)
+
+
+def test_the_pair_defaults(args):
+    assert args.model == "embedded:qwen2.5-coder-1.5b-instruct"
+    assert args.drafter_model == "embedded:qwen2.5-coder-0.5b-instruct"
+    assert args.dtype == "bfloat16" and args.per_family is None
+
+
+def test_every_row_runs_once_in_table_order(rows):
+    assert [r.method for r in rows] == list(BASELINES) + ["VIA-SD audited", "VIA-SD no slim", "SD γ=via"]
+
+
+def test_lossless_rows_emit_the_full_models_greedy_tokens(rows):
+    plain = next(r for r in rows if r.method == PLAIN)
+    assert len(plain.token_ids) > 0
+    for row in rows:
+        if row.method in LOSSLESS:
+            assert row.token_ids == plain.token_ids, row.method
+            assert row.words_differing == pytest.approx(0.0)
+
+
+def test_rows_carry_the_columns(rows):
+    plain = next(r for r in rows if r.method == PLAIN)
+    for row in rows:
+        assert row.ratios[PLAIN] > 0 and row.ratios[HF_GREEDY] > 0
+        assert (row.rejection_rate is None) == (row.trace is None) == row.method.startswith("HF")
+        assert row.expectations is not None and row.kept_full_expectations is not None
+        assert row.method[:16] in row_line(row, plain.token_ids)
+    assert plain.rejection_rate == 0.0 and plain.acceptance_length == 1.0 and plain.predicted == 1.0
+    sd = next(r for r in rows if r.method == SD)
+    assert sd.acceptance_length >= 1.0 and 0.0 <= sd.rejection_rate <= 1.0
+
+
+def test_the_report_states_every_target(rows):
+    text = "\n".join(summary_lines(rows))
+    for target in ("our plain vs HF greedy >= 1.0x", "classic SD vs HF assisted >= 1.0x",
+                   f"{VIA} vs classic SD >= 1.15x", f"{VIA} vs our plain >= 2.5x",
+                   f"{VIA} words differing <= classic SD's + 1 point", f"{VIA} loses no task classic SD gets right",
+                   f"{VIA} rejection rate <= classic SD's - 0.10", "VIA-SD audited vs classic SD"):
+        assert target in text, target
+
+
+def _row(prompt: str, method: str, speed: float, *, answer: bool | None = None, kept: bool | None = None) -> Row:
+    row = Row(prompt, method, "-", [1] * 10, 10 / speed, answer=answer, kept_full_expectations=kept)
+    return row
+
+
+def test_targets_are_judged_from_the_numbers():
+    rows = []
+    for p in ("a", "b", "c"):
+        rows += [_row(p, PLAIN, 1.0), _row(p, HF_GREEDY, 1.25), _row(p, SD, 2.0, answer=True),
+                 _row(p, VIA, 2.2, answer=p != "b")]
+    for r in rows:
+        r.ratios = {PLAIN: r.tokens_per_s / 1.0, HF_GREEDY: r.tokens_per_s / 1.25}
+    assert lost_answers(rows, VIA) == ["b"]
+    stats = method_stats(rows)
+    assert stats[SD].answers == (3, 3) and stats[VIA].answers == (2, 3)
+    text = "\n".join(summary_lines(rows))
+    assert "our plain vs HF greedy >= 1.0x: 0.800x -> MISSED by 0.200x" in text
+    assert f"{VIA} vs classic SD >= 1.15x: 1.100x -> MISSED by 0.050x" in text
+    assert f"{VIA} loses no task classic SD gets right: 1 lost (b) -> MISSED" in text
