@@ -111,7 +111,7 @@ def explanations(rows: list[Row], costs: CostModel) -> list[str]:
     first = rows[0].prompt
     for row in rows:
         if row.prompt == first and row.trace is not None and row.method != "plain":
-            lines.append(f"  {row.key}: {explain(row.trace, costs)}")
+            lines.append(f"  {row.key}: {explain(row.trace)}")
     return lines
 
 

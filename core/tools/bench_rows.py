@@ -72,7 +72,7 @@ class Row:
 
 def _our_row(bundle: ModelBundle, prompt: object, label: str, config: DecodeConfig, costs: CostModel,
              accelerator: CostModel) -> Row:
-    trace = generate(bundle, prompt.text, config, replay=False)
+    trace = generate(bundle, prompt.text, config, replay=False, profile=costs.profile)  # priced once, by `costs`
     drafter = bundle.drafter.model if config.drafter == "model" and bundle.drafter is not None else None
     method = {"plain": "plain", "sd": "SD", "via": "VIA-SD"}[config.mode]
     if config.mode == "sd" and config.drafter == "ngram" and config.draft_stop_below > 0:

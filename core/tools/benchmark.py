@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.profile == "measure":  # time the passes now, in this process, under this machine's current load
         profile = measure_profile(bundle, f"{device.type}-measured-now", repeats=3)
     else:
-        profile = device_profile(device, args.profile)
+        profile = device_profile(device, args.profile, bundle.verifier.dtype)  # this device, dtype and threads
     costs = CostModel(bundle.verifier.model, profile)
     if args.pair:
         return main_pair(args, bundle, costs)

@@ -111,7 +111,7 @@ def run_method(bundle: ModelBundle, prompt: object, prompt_ids: list[int], label
         else:
             ids, seconds = hf_generate(bundle, prompt_ids, new, prompt_lookup_num_tokens=method.gamma)
         return Row(label, name, "-", ids, seconds)
-    trace = generate(bundle, prompt.text, method, replay=False)
+    trace = generate(bundle, prompt.text, method, replay=False, profile=costs.profile)  # priced once, by `costs`
     drafter = bundle.drafter.model if bundle.drafter is not None and method.drafter in ("model", "hybrid") else None
     predicted = costs.predicted_speedup(trace, drafter) if method.mode != "plain" else 1.0
     return Row(label, name, "-", trace.token_ids, trace.wall_s, trace, predicted=predicted)
