@@ -150,7 +150,7 @@ def _fix(title: str, session: str, show_future: bool) -> dict:
     w = _walkthroughs()[title]
     copies = words.name("copy_evidence", after.config.copy_evidence)
     heading = f"{walkthroughs.walkthrough_heading(w)} · **The fix:** copies {copies}"
-    notes = walkthroughs.fix_notes(w, before, after, list(classroom.cuts_by_round(after)))
+    notes = walkthroughs.fix_notes(w, before, after, list(classroom.recorded_cuts(after)))
     return _opened(after, heading, notes, show_future)
 
 

@@ -30,8 +30,8 @@ def trace_decoder(trace: Trace) -> Decode:
     return known.get
 
 
-def cuts_by_round(trace: Trace) -> dict[int, list[TokenRecord]]:
-    """Round index -> the tokens that round's audit cut, in output order (each cut token records the round
+def recorded_cuts(trace: Trace) -> dict[int, list[TokenRecord]]:
+    """Round index -> the tokens that round's audit cut, grouped from what the engine recorded (each cut token records the round
     that cut it: `TokenRecord.audit_round`)."""
     cuts: dict[int, list[TokenRecord]] = {}
     for t in trace.rolled_back:
@@ -66,7 +66,7 @@ def visible_trace(trace: Trace, index: int, show_future: bool) -> Trace:
     correction = [t for t in standing if t.round == index and t.reason == Reason.AUDIT_REFUSED]
     rest = sorted((t for t in standing if t.round != index or t.reason != Reason.AUDIT_REFUSED),
                   key=lambda t: t.position)
-    struck = cuts_by_round(trace).get(index, [])
+    struck = recorded_cuts(trace).get(index, [])
     last = index >= len(trace.rounds) - 1
     return replace(trace, tokens=rest + struck + correction, rolled_back=struck,
                    stop_reason=trace.stop_reason if last else "running")
@@ -94,7 +94,7 @@ def _row(number: str, draft: str, t: TokenRecord | None, cut_in: int | None = No
 def answer_tokens_after(trace: Trace, index: int) -> int:
     """Tokens in the answer once round `index` is done: all written up to it, less those audits up to it cut
     (at the last round: `len(trace.tokens)`, the cards' count)."""
-    cut = {id(t) for r, tokens in cuts_by_round(trace).items() if r <= index for t in tokens}
+    cut = {id(t) for r, tokens in recorded_cuts(trace).items() if r <= index for t in tokens}
     return sum(1 for t in [*trace.tokens, *trace.rolled_back] if t.round <= index and id(t) not in cut)
 
 
@@ -105,7 +105,7 @@ def round_view(trace: Trace | None, index: int, decode: Decode) -> tuple[str, st
     index = max(0, min(int(index), len(trace.rounds) - 1))
     rnd, mode, audited = trace.rounds[index], trace.config.mode, audits_copies(trace)
     slim_on = trace.config.tau_slim < 1.0
-    cuts = cuts_by_round(trace)
+    cuts = recorded_cuts(trace)
     # the round's tokens as it wrote them: those still in the output, those an audit cut, its correction last
     toks = sorted([t for t in [*trace.tokens, *trace.rolled_back] if t.round == index],
                   key=lambda t: (t.reason == Reason.AUDIT_REFUSED, t.position))

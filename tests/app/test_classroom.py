@@ -234,5 +234,5 @@ def test_walkthrough_three_fixes_with_the_audit_read_from_the_preset() -> None:
     with pytest.raises(ConfigError, match="unknown preset"):
         walkthroughs.walkthrough_config({"config": {"preset": "fast"}})
     after = _audit_trace()
-    notes = walkthroughs.fix_notes(walk, _trace(), after, list(classroom.cuts_by_round(after)))
+    notes = walkthroughs.fix_notes(walk, _trace(), after, list(classroom.recorded_cuts(after)))
     assert "Measured on these two runs" in notes and "of which the audit cut 2" in notes and "in round 2 " in notes

@@ -50,7 +50,7 @@ def test_each_caption_claims_only_what_its_round_did(path: Path, decode) -> None
     walk, trace = json.loads(path.read_text()), _recorded(path)
     config = walkthroughs.walkthrough_config(walk)
     assert (trace.config.mode, trace.config.gamma) == (config.mode, config.gamma), "re-record the trace"
-    cuts, slim_on = replay.cuts_by_round(trace), trace.config.tau_slim < 1.0
+    cuts, slim_on = replay.recorded_cuts(trace), trace.config.tau_slim < 1.0
     for index, rnd in enumerate(trace.rounds):
         table, caption = replay.round_view(trace, index, decode)
         text = html.unescape(re.sub(r"<[^>]+>", " ", caption))
@@ -81,7 +81,7 @@ def test_the_fix_notes_name_only_rounds_whose_audit_cut(decode) -> None:
     path = next(p for p in WALKS if p.stem == "03_copied_typo")
     walk, before = json.loads(path.read_text()), _recorded(path)
     after = Trace.from_json((DATA / "03_copied_typo.fix.json").read_text())
-    cut_rounds = list(replay.cuts_by_round(after))
+    cut_rounds = list(replay.recorded_cuts(after))
     notes = walkthroughs.fix_notes(walk, before, after, cut_rounds)
     assert ("step there" in notes) == bool(cut_rounds)
     for r in cut_rounds:
