@@ -31,8 +31,8 @@ def trace_decoder(trace: Trace) -> Decode:
 
 
 def recorded_cuts(trace: Trace) -> dict[int, list[TokenRecord]]:
-    """Round index -> the tokens that round's audit cut, grouped from what the engine recorded (each cut token records the round
-    that cut it: `TokenRecord.audit_round`)."""
+    """Round index -> the tokens that round's audit cut, grouped from what the engine recorded (each cut
+    token records the round that cut it: `TokenRecord.audit_round`)."""
     cuts: dict[int, list[TokenRecord]] = {}
     for t in trace.rolled_back:
         if t.audit in (Audit.REFUSED, Audit.CUT) and t.audit_round is not None:
