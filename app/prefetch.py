@@ -15,7 +15,8 @@ import logging
 import threading
 from collections.abc import Iterator
 
-from core import DecodeConfig, ModelBundle, attach_fidelity, generate
+from app.fidelity_cache import FIDELITY
+from core import DecodeConfig, ModelBundle, generate
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +79,7 @@ class Prefetcher:
                                  should_stop=cancel.is_set)
                 if trace.stop_reason == "cancelled" or cancel.is_set():
                     return
-                attach_fidelity(bundle, trace)  # fills the memo for the full model's teacher-forced pass too
+                FIDELITY.attach(bundle, trace)  # warms the fidelity cache (and the memo) for this pair
                 self.done.append((tau_accept, tau_slim))
         except Exception:  # a background helper must never take the app down
             log.exception("prefetch failed")

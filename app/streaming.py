@@ -8,6 +8,7 @@ at the end (re-sending figures on every step is what made re-routing slow).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import tempfile
 import time
@@ -15,17 +16,25 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import torch
+
+from app.fidelity_cache import FIDELITY
 from app.prefetch import PREFETCHER
 from app.session import SESSIONS
 from app.settings import Settings
 from app.views import cards, charts, render
 from app.views.insight import insight_updates, measure_reliability, prediction_markdown
-from core import attach_fidelity, iter_generate, summarize
+from core import iter_generate, summarize
 from core.limits import RUN_TIME_BUDGET_S
 from core.trace import Trace
 
 STREAM_EVERY_S = 0.25
 """Minimum time between streamed updates: a replay produces rounds far faster than a browser repaints."""
+REROUTE_THREADS = 1
+"""torch threads while a re-route replays from the memo. A replay is hundreds of small tensor operations
+(stacking memo rows, softmax, argmax); with two OpenMP threads on a shared 2-core CPU each one waits at a
+barrier for a descheduled thread: the opening preset's replay took 28-1291 ms with 2 threads and 14-24 ms
+with 1, interleaved in one run at load average 3.9 (/tmp profiling, README "Live re-routing")."""
 
 Update = dict[str, Any]
 
@@ -53,17 +62,43 @@ def status_line(trace: Trace, phase: str) -> str:
 def final_update(trace: Trace, settings: Settings, phase: str, bundle: object = None,
                  reliability: object = None) -> Update:
     """Every Generate-tab output for a finished trace (the insight panel's too when `bundle` is given)."""
-    config = settings.config()
+    return {**text_update(trace, phase), **charts_update(trace, settings, bundle, reliability)}
+
+
+def text_update(trace: Trace, phase: str) -> Update:
+    """What a visitor reads first: the text, the status and the headline cards (cheap: no figure)."""
     metrics = summarize(trace)
-    update = {"tokens": render.tokens_html(trace), "status": status_line(trace, phase),
-              "legend": render.legend_html(trace), "metrics": cards.metrics_html(metrics, trace),
-              "metrics_json": json.loads(json.dumps(metrics, default=str)),
-              "strip_plot": charts.confidence_figure(trace, config.tau_accept, config.tau_slim),
-              "timeline_plot": charts.timeline_figure(trace), "files": export_files(trace), "trace": trace,
-              "headline": cards.headline_html(metrics, trace)}
+    return {"tokens": render.tokens_html(trace), "status": status_line(trace, phase),
+            "legend": render.legend_html(trace), "metrics": cards.metrics_html(metrics, trace),
+            "metrics_json": json.loads(json.dumps(metrics, default=str)), "trace": trace,
+            "headline": cards.headline_html(metrics, trace)}
+
+
+def charts_update(trace: Trace, settings: Settings, bundle: object = None, reliability: object = None,
+                  rerouted: bool = False) -> Update:
+    """The figures, downloads and insight panel; sent after `text_update` so they never delay the text.
+    A re-route (`rerouted`) reuses the last full run's reliability data, so its diagram is left as it is."""
+    config = settings.config()
+    update = {"strip_plot": charts.confidence_figure(trace, config.tau_accept, config.tau_slim),
+              "timeline_plot": charts.timeline_figure(trace), "files": export_files(trace)}
     if bundle is not None:
         update.update(insight_updates(bundle, trace, config, reliability))
+        if rerouted:
+            del update["reliability_plot"], update["reliability"]
     return update
+
+
+@contextlib.contextmanager
+def torch_threads(count: int | None) -> Iterator[None]:
+    """Run the block with `count` torch threads (None: leave them); model events run one at a time, so
+    the process-wide setting only ever affects the event that set it."""
+    before = torch.get_num_threads()
+    if count is not None:
+        torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def run(settings: Settings, session: str, *, replay: bool, phase: str = "",
@@ -83,8 +118,10 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "",
                                                  config.draft_signal, config.slim_signal)}
     bundle = SESSIONS.bundle(session)
     label = "Running" if replay else "Running every pass for real (honest timing)"
-    trace, last = None, 0.0
-    with SESSIONS.job(session) as should_stop, PREFETCHER.foreground():
+    # a re-route replays in tens of ms: stream its progress only when it takes longer than one repaint interval
+    trace, last = None, (time.perf_counter() if previous is not None else 0.0)
+    threads = REROUTE_THREADS if previous is not None and replay else None
+    with SESSIONS.job(session) as should_stop, PREFETCHER.foreground(), torch_threads(threads):
         for trace in iter_generate(bundle, settings.prompt, config, replay=replay, should_stop=should_stop,
                                    time_budget_s=RUN_TIME_BUDGET_S):
             if time.perf_counter() - last < STREAM_EVERY_S:
@@ -99,9 +136,10 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "",
             return
         stopped = cards.is_partial(trace)
         if not stopped:
-            yield {"status": "… Measuring fidelity against the full model…",
-                   "headline": cards.headline_html(summarize(trace), progress="Measuring fidelity…")}
-            attach_fidelity(bundle, trace)
+            if previous is None:  # a re-route's answer is usually measured already (app.fidelity_cache)
+                yield {"status": "… Measuring fidelity against the full model…",
+                       "headline": cards.headline_html(summarize(trace), progress="Measuring fidelity…")}
+            FIDELITY.attach(bundle, trace)
             if previous is None:
                 yield {"status": "… Measuring how reliable each confidence is on this text…"}
                 reliability = measure_reliability(bundle, trace, config)
@@ -109,9 +147,11 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "",
         phase = f"Stopped early: partial result ({trace.stop_reason})"
     elif not phase:
         phase = "Done" if replay else "Done (real timing)"
-    yield final_update(trace, settings, phase.format(seconds=time.perf_counter() - started), bundle, reliability)
+    yield text_update(trace, phase.format(seconds=time.perf_counter() - started))
+    yield charts_update(trace, settings, bundle, reliability, rerouted=previous is not None)
     if not stopped:
         PREFETCHER.schedule(bundle, settings.prompt, config)
+
 
 def drain(updates: Iterator[Update], on_update: Callable[[Update], None] | None = None) -> Update:
     """Consume a stream, merging its updates into one dict (benchmarks and tests)."""
