@@ -17,6 +17,7 @@ from app.tabs.classroom import ClassroomTab
 from app.tabs.compare import CompareTab
 from app.tabs.generate import GenerateTab
 from app.tabs.models import ModelsPanel
+from app.views import render
 from app.views.style import CSS
 
 THEME = gr.themes.Default(text_size="lg", primary_hue="blue").set(
@@ -55,4 +56,5 @@ def build_demo() -> gr.Blocks:
 
 def launch_kwargs() -> dict[str, Any]:
     """Theme and CSS go to launch() in Gradio 6; tests that launch the demo themselves use this too."""
-    return {"theme": THEME, "css": CSS + CLASSROOM_CSS, "footer_links": ["api", "gradio", "settings"]}
+    return {"theme": THEME, "css": CSS + CLASSROOM_CSS + render.TOKEN_CSS,
+            "footer_links": ["api", "gradio", "settings"]}

@@ -72,6 +72,15 @@ def token_style(outcome: str, tier: int) -> str:
     return f"background-color: {colour}40; border-bottom-style: {line}; border-bottom-color: {colour};"
 
 
+def outcome_class(outcome: str) -> str:
+    """The CSS class that draws an outcome (`TOKEN_CSS`): the text sends a class name, not a style per token."""
+    return f"o-{outcome if outcome in OUTCOMES else Outcome.PLAIN}"
+
+
+TOKEN_CSS = "\n".join(f".{outcome_class(o)} {{{token_style(o, OUTCOME_TIER[o])}}}" for o in OUTCOMES)
+"""One rule per outcome (colour and underline), loaded once with the page (app.ui.launch_kwargs)."""
+
+
 def _fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
@@ -93,12 +102,13 @@ def token_span(t: TokenRecord, extra_class: str = "", trust: str = "", cut: bool
     """One token as a styled span with a tooltip and data attributes; a control token as an end marker.
     `trust` is "audited" or "awaiting" for a copy kept on trust (`audit_states`); `cut`: an audit cut it."""
     special = is_special(t)
-    classes = " ".join(c for c in ("tok", "replaced" if t.outcome in REPLACED else "", "special" if special else "",
+    classes = " ".join(c for c in ("tok", outcome_class(t.outcome), "replaced" if t.outcome in REPLACED else "",
+                                   "special" if special else "",
                                    "trusted" if trust else "", "awaiting" if trust == "awaiting" else "",
                                    "cut" if cut else "", extra_class) if c)
     text = "■ end" if special else html.escape(t.text) or "&#8203;"
     marks = (f' data-trust="{trust}"' if trust else "") + (' data-cut="1"' if cut else "")
-    return (f'<span class="{classes}" style="{token_style(t.outcome, t.tier)}" data-pos="{t.position}" '
+    return (f'<span class="{classes}" data-pos="{t.position}" '
             f'data-round="{t.round}" data-tier="{t.tier}" data-outcome="{t.outcome}" data-reason="{t.reason}"{marks} '
             f'title="{html.escape(token_title(t, trust, cut), quote=True)}">{text}</span>')
 
@@ -170,8 +180,8 @@ def legend_html(trace: Trace | None = None) -> str:
     for outcome, (_, label, meaning) in OUTCOMES.items():
         cls = "tok replaced" if outcome in REPLACED else "tok"
         count = f' <span class="count">×{counts[outcome]}</span>' if trace is not None else ""
-        items.append(f'<span class="item" title="{html.escape(meaning)}"><span class="{cls}" '
-                     f'style="{token_style(outcome, OUTCOME_TIER[outcome])}">{html.escape(label)}</span>{count}</span>')
+        items.append(f'<span class="item" title="{html.escape(meaning)}"><span class="{cls} {outcome_class(outcome)}">'
+                     f'{html.escape(label)}</span>{count}</span>')
     key = ('<span class="item">underline: ··· tier 1 · - - tier 2 · ── tier 3 · ══ draft token replaced</span>')
     if trace is None or audits_copies(trace):
         cut = f' <span class="count">×{len(trace.rolled_back)}</span>' if trace is not None else ""
