@@ -145,7 +145,7 @@ class Sessions:
     def summary(self, session: str = "") -> str:
         """One line naming the model in use, for the status bar."""
         try:
-            if self._default is None and self._choice(session) is None:
+            if self._default is None and self.choice(session) is None:
                 return "model not loaded yet"
             v = self.bundle(session).verifier
             drafter_model = self.bundle(session).drafter
@@ -155,7 +155,8 @@ class Sessions:
         return (f"{v.name} · {v.num_layers} layers · {str(v.dtype).replace('torch.', '')} on {v.device} · "
                 f"loaded in {v.load_seconds:.1f} s{drafter}")
 
-    def _choice(self, session: str) -> tuple[str, str] | None:
+    def choice(self, session: str) -> tuple[str, str] | None:
+        """(verifier, drafter) this session loaded, or None while it uses the embedded model."""
         with self._lock:
             return self._visitor(session).choice
 

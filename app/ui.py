@@ -50,7 +50,8 @@ def build_demo() -> gr.Blocks:
         compare.wire(generate.widgets)
         classroom.wire(generate.out["trace"])
         demo.load(generate.ready, None, generate.out["status"], api_visibility="private")
-        share.wire(demo, generate.widgets)
+        share.wire(demo, generate.widgets, generate.example, generate.generate, generate.out,
+                   (models.verifier, models.drafter))
     return demo
 
 
