@@ -25,6 +25,7 @@ from app.settings import Settings
 from app.views import cards, charts, render
 from app.views.insight import insight_updates, measure_reliability, prediction_markdown
 from core import iter_generate, summarize
+from core.config import DecodeConfig
 from core.limits import RUN_TIME_BUDGET_S
 from core.trace import Trace
 
@@ -88,17 +89,38 @@ def charts_update(trace: Trace, settings: Settings, bundle: object = None, relia
     return update
 
 
+RUN_THREADS = torch.get_num_threads()
+"""torch threads of every other model event, set explicitly: a cancelled re-route's thread may still hold
+REROUTE_THREADS for a moment, and Run must not inherit them."""
+LIVE = ("tau_accept", "tau_slim", "gamma")
+"""What a re-route may change; everything else (the prompt included) is a new run, which only Run starts."""
+
+
+def reroute_refusal(settings: Settings, previous: Trace | None) -> str | None:
+    """Why releasing a threshold should not re-route now (None: it should): the widgets describe a different
+    run than the one on screen (say a new prompt was typed). Without this a threshold typed after a new
+    prompt started a full generation that Run then waited behind (issue 15). With no run on screen a
+    re-route is simply a run with these thresholds."""
+    if previous is None:
+        return None
+    shown = previous.config if isinstance(previous.config, DecodeConfig) else DecodeConfig().with_(
+        **{k: v for k, v in dict(previous.config).items() if k in DecodeConfig.__dataclass_fields__})
+    changed = {name for name in Settings.names() if name not in LIVE
+               and getattr(Settings.of(shown, previous.prompt), name) != getattr(settings, name)}
+    if changed - {"temperature", "top_p"} or (settings.sampling and changed):
+        return "Thresholds set for the next run: the prompt or settings changed since the run shown, press **Run**."
+    return None
+
+
 @contextlib.contextmanager
-def torch_threads(count: int | None) -> Iterator[None]:
-    """Run the block with `count` torch threads (None: leave them); model events run one at a time, so
-    the process-wide setting only ever affects the event that set it."""
-    before = torch.get_num_threads()
-    if count is not None:
-        torch.set_num_threads(count)
+def torch_threads(count: int) -> Iterator[None]:
+    """Run the block with `count` torch threads; model events run one at a time, so the process-wide
+    setting only ever affects the event that set it."""
+    torch.set_num_threads(count)
     try:
         yield
     finally:
-        torch.set_num_threads(before)
+        torch.set_num_threads(RUN_THREADS)
 
 
 def run(settings: Settings, session: str, *, replay: bool, phase: str = "",
@@ -120,7 +142,7 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "",
     label = "Running" if replay else "Running every pass for real (honest timing)"
     # a re-route replays in tens of ms: stream its progress only when it takes longer than one repaint interval
     trace, last = None, (time.perf_counter() if previous is not None else 0.0)
-    threads = REROUTE_THREADS if previous is not None and replay else None
+    threads = REROUTE_THREADS if previous is not None and replay else RUN_THREADS
     with SESSIONS.job(session) as should_stop, PREFETCHER.foreground(), torch_threads(threads):
         for trace in iter_generate(bundle, settings.prompt, config, replay=replay, should_stop=should_stop,
                                    time_budget_s=RUN_TIME_BUDGET_S):

@@ -57,6 +57,10 @@ def _run(settings: Settings, session: str, replay: bool):
 @on_gpu(settings_seconds)
 def _reroute(settings: Settings, session: str, previous: Any, grid: Any, reliability: Any):
     settings.config()  # a bad value stops here, before anything on screen changes
+    refusal = streaming.reroute_refusal(settings, previous)
+    if refusal is not None:
+        yield {"status": refusal}
+        return
     held = None  # held back one step so the last update also carries the trade-off chart's new star
     for update in streaming.run(settings, session, replay=True, phase="Re-routed in {seconds:.2f} s",
                                 previous=previous, reliability=reliability):
@@ -218,13 +222,14 @@ class GenerateTab:
         self.example.input(lambda text: text or gr.skip(), self.example, self.widgets["prompt"],
                            api_visibility="private", queue=False)
         common = {"inputs_kwargs": self.widgets, "show_progress": "minimal", **MODEL}
-        self.run_btn.click(self.generate, None, out, api_name="generate", **common)
-        self.widgets["prompt"].submit(self.generate, None, out, api_visibility="private", **common)
-        self.real_btn.click(self.rerun_real, None, out, api_name="rerun_real", **common)
-        gr.on([self.widgets[n].release for n in ("tau_accept", "tau_slim", "gamma")], self.reroute, None,
-              [*out, tradeoff_plot], api_name="reroute", trigger_mode="always_last",
-              **{**common, "inputs_kwargs": {**self.widgets, "previous": self.out["trace"], "grid": grid_state,
-                                             "reliability": self.out["reliability"]}})
+        reroute = gr.on([self.widgets[n].release for n in streaming.LIVE], self.reroute, None,
+                        [*out, tradeoff_plot], api_name="reroute", trigger_mode="always_last",
+                        **{**common, "inputs_kwargs": {**self.widgets, "previous": self.out["trace"],
+                                                       "grid": grid_state, "reliability": self.out["reliability"]}})
+        runs = {**common, "cancels": [reroute]}  # Run never waits behind a re-route: it replaces it
+        self.run_btn.click(self.generate, None, out, api_name="generate", **runs)
+        self.widgets["prompt"].submit(self.generate, None, out, api_visibility="private", **runs)
+        self.real_btn.click(self.rerun_real, None, out, api_name="rerun_real", **runs)
         gr.on([self.widgets[n].input for n in ("tau_accept", "tau_slim")], self.predict,
               [self.out["reliability"], self.widgets["tau_accept"], self.widgets["tau_slim"]], self.out["prediction"],
               api_name="predict_tiers", queue=False, show_progress="hidden", trigger_mode="always_last")
