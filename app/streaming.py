@@ -24,6 +24,7 @@ from app.session import SESSIONS
 from app.settings import Settings
 from app.views import cards, charts, render
 from app.views.insight import insight_updates, measure_reliability, prediction_markdown
+from app.views.sensitivity import effect_line
 from core import iter_generate, summarize
 from core.config import DecodeConfig
 from core.limits import RUN_TIME_BUDGET_S
@@ -72,7 +73,7 @@ def text_update(trace: Trace, phase: str) -> Update:
     return {"tokens": render.tokens_html(trace), "status": status_line(trace, phase),
             "legend": render.legend_html(trace), "metrics": cards.metrics_html(metrics, trace),
             "metrics_json": json.loads(json.dumps(metrics, default=str)), "trace": trace,
-            "headline": cards.headline_html(metrics, trace)}
+            "headline": cards.headline_html(metrics, trace), "effect": effect_line(trace)}
 
 
 def charts_update(trace: Trace, settings: Settings, bundle: object = None, reliability: object = None,
@@ -169,8 +170,11 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "",
         phase = f"Stopped early: partial result ({trace.stop_reason})"
     elif not phase:
         phase = "Done" if replay else "Done (real timing)"
-    yield text_update(trace, phase.format(seconds=time.perf_counter() - started))
-    yield charts_update(trace, settings, bundle, reliability, rerouted=previous is not None)
+    text = text_update(trace, phase.format(seconds=time.perf_counter() - started))
+    yield text
+    # the last update repeats the text: an API caller's result is the last update alone, and Gradio sends
+    # each output as a diff against the previous update, so the browser receives only the figures
+    yield {**text, **charts_update(trace, settings, bundle, reliability, rerouted=previous is not None)}
     if not stopped:
         PREFETCHER.schedule(bundle, settings.prompt, config)
 
