@@ -140,6 +140,10 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "",
         yield {"prediction": prediction_markdown(reliability, config.tau_accept, config.tau_slim,
                                                  config.draft_signal, config.slim_signal)}
     bundle = SESSIONS.bundle(session)
+    if previous is not None and (config.tau_accept, config.tau_slim) not in PREFETCHER.done:
+        # a far move: its passes are not in the memo yet, so say so beside the sliders at once
+        yield {"headline": cards.headline_html(summarize(previous), previous, progress="Re-routing: the model runs "
+                                               "the passes these thresholds need for the first time…")}
     label = "Running" if replay else "Running every pass for real (honest timing)"
     # a re-route replays in tens of ms: stream its progress only when it takes longer than one repaint interval
     trace, last = None, (time.perf_counter() if previous is not None else 0.0)
