@@ -153,3 +153,23 @@ model has kept whole copies (core.decoding.engine.TRUST_AFTER) and are audited b
 exact); copies scoring under 0.5 are not worth a verifier's time; tier 2 is off (no slim route of
 this model is cheap and precise). Chosen from `python -m core.benchmark` (README, issue 7 section)."""
 
+
+PAIR_PRESET = DecodeConfig(mode="via", drafter="model", slim_route="calibrated-slim", gamma=6, tau_accept=0.9,
+                           tau_slim=0.7, max_new_tokens=96)
+"""VIA-SD for the real pair, Qwen2.5-Coder 0.5B drafting for 1.5B (bf16 on a CPU with AVX512-BF16): the 0.5B's
+tokens it is at least 0.9 sure of are kept without a verifier (teacher-forced on the 1.5B's own code answers
+76 % of tokens, all of them right: FINDINGS.md); the slim verifier is the 1.5B under the mask that
+`python -m core.calibrate --pair qwen2.5-coder` searched (core/presets/qwen2.5-coder-1.5b.json, resolved by
+model signature; auto-slim until it exists). First version: thresholds and gamma are revised from
+`python -m core.benchmark --pair qwen2.5-coder` (README, issue 13 section)."""
+
+PRESETS: dict[str, DecodeConfig] = {"lookup": LOOKUP_PRESET, "qwen2.5-coder": PAIR_PRESET}
+"""The recommended settings by name: what the app, the CLI and the README use."""
+
+
+def preset(name: str) -> DecodeConfig:
+    """The recommended setting called `name` ("lookup": prompt lookup for grounded tasks; "qwen2.5-coder": the
+    real pair); one clear line for an unknown name."""
+    if name not in PRESETS:
+        raise ConfigError(f"no preset '{shown(name)}': use one of {', '.join(PRESETS)}")
+    return PRESETS[name]

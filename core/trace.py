@@ -83,6 +83,12 @@ class Fidelity:
     reference_words: int = 0
     differing_spans: list[WordSpan] = field(default_factory=list)
     expectations: list[ExpectationCheck] = field(default_factory=list)
+    numerics_words: float | None = None  # classic SD's own words_differing, same drafter and dtype (fidelity.py)
+
+    @property
+    def tiers_words(self) -> float | None:
+        """Words differing beyond what numerics explain: the part the tiers changed (None: not separated)."""
+        return None if self.numerics_words is None else max(0.0, self.words_differing - self.numerics_words)
 
     @property
     def expectations_met(self) -> int:

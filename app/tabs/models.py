@@ -8,7 +8,7 @@ from app.guard import reports_errors
 from app.prefetch import PREFETCHER
 from app.session import SESSIONS, session_id
 from core import EMBEDDED_ID
-from core.models.loading import PAIR_PRESETS, available_presets
+from core.models.pairs import PAIR_PRESETS, available_presets
 
 MODEL = {"concurrency_id": "model", "concurrency_limit": 1}
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 
 from app.views.render import OUTCOMES, audit_counts, audits_copies
+from core.analysis.fidelity import numerics_split
 from core.trace import Trace
 
 PARTIAL_STOPS = {"cancelled", "time-budget"}
@@ -96,6 +97,7 @@ def metrics_html(metrics: dict, trace: Trace | None = None) -> str:
             + _row("identical to full model's output", "yes" if m["identical_to_full"] else "no")
             + _row("common prefix", f'{m["common_prefix"]} tokens')
             + _row("full-model NLL", f'{m["full_nll"]:.3f} nats/token')
+            + (_row("words differing, split", html.escape(split)) if (split := numerics_split(trace)) else "")
             + '</table>' + _spans_html(trace) + _expectations_html(trace)
             + '<div class="note">Agreement: share of tokens that are the full model\'s own top choice '
               'given the text so far.</div></div>')

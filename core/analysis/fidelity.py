@@ -8,6 +8,10 @@ Two views, both measured against the full verifier:
 * teacher-forced, in one batched pass over prompt + output: the share of output tokens that are
   the full model's argmax given the output so far (`full_agreement`), and its mean negative
   log-likelihood of the output in nats per token (`full_nll`);
+* numerics apart from tiers (`separate_numerics`): in bf16 scoring k tokens in one pass rounds
+  differently from one at a time, so even classic SD (lossless in exact arithmetic) drifts from plain
+  greedy. "numerics" is classic SD's own words differing from plain greedy with the same drafter and
+  dtype; "tiers" is what a run differs beyond that (`Fidelity.tiers_words`);
 * as a reader: the share of words that differ from the reference text (core.analysis.textdiff, special
   tokens never count) with the differing spans, and, for prompts that carry expectations
   (core.analysis.expectations; the grounded examples do), each expectation checked on this output and on
@@ -104,3 +108,30 @@ def attach_fidelity(bundle: ModelBundle, trace: Trace, reference: list[int] | No
                               output_words=diff.output_words, reference_words=diff.reference_words,
                               differing_spans=list(diff.spans), expectations=checks)
     return trace.fidelity
+
+
+def separate_numerics(traces: dict[str, Trace]) -> float | None:
+    """Record on every fidelity-measured trace how much of its word difference numerics explain.
+
+    `traces` is one comparison (plain, "sd" = classic SD, "via", ...) on one prompt with one drafter and
+    dtype: classic SD's own words differing from plain greedy is what rounding alone does (0 in fp32,
+    where it is exact). Returns that share (None without a measured classic SD run)."""
+    sd = traces.get("sd")
+    if sd is None or sd.fidelity is None:
+        return None
+    numerics = sd.fidelity.words_differing
+    for name, trace in traces.items():
+        if name == "plain":  # the reference itself
+            continue
+        if trace.fidelity is not None and trace.models.get("dtype") == sd.models.get("dtype"):
+            trace.fidelity.numerics_words = numerics
+    return numerics
+
+
+def numerics_split(trace: Trace | None) -> str | None:
+    """'2% numerics (classic SD in bfloat16) + 5% tiers' for a card; None when not separated."""
+    fidelity = getattr(trace, "fidelity", None)
+    if fidelity is None or fidelity.numerics_words is None:
+        return None
+    dtype = trace.models.get("dtype", "this dtype")
+    return f"{fidelity.numerics_words:.0%} numerics (classic SD in {dtype}) + {fidelity.tiers_words:.0%} tiers"

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import pandas as pd
 
-from core.analysis.fidelity import attach_fidelity
+from core.analysis.fidelity import attach_fidelity, separate_numerics
 from core.analysis.metrics import measured_speedup, summarize
 from core.config import DecodeConfig
 from core.decoding.engine import generate
@@ -47,6 +47,7 @@ def compare(bundle: ModelBundle, prompt: str, config: DecodeConfig, *, replay: b
     reference = traces["plain"].token_ids if config.greedy else None
     for trace in traces.values():
         attach_fidelity(bundle, trace, reference)
+    separate_numerics(traces)
     return traces
 
 

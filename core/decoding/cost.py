@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from core.decoding.cost_profiles import CostProfile, ModelCosts, accelerator_costs, load_profile
+from core.decoding.cost_profiles import CostProfile, ModelCosts, accelerator_costs, device_profile, load_profile
 from core.decoding.layer_routes import LayerRoute, decoder_layers
 from core.trace import Trace
 
@@ -20,7 +20,8 @@ class CostModel:
     """Prices calls for one verifier (and optionally a separate drafter) under one profile.
 
     `profile_note` is empty when the profile holds laws for these models; otherwise the profile
-    lacks them (a measured profile of other models) and the modelled accelerator stands in."""
+    lacks them (a measured profile of other models, or of these models in another dtype: a bf16 pass
+    and an fp32 pass cost differently) and the modelled accelerator stands in."""
 
     def __init__(self, verifier: torch.nn.Module, profile: CostProfile | str | None = None) -> None:
         self.profile = load_profile(profile)
@@ -28,6 +29,15 @@ class CostModel:
         self.profile_note = ""
         self._costs: dict[int, ModelCosts] = {}
         self.unit = self.costs(verifier).time(len(decoder_layers(verifier)), 1)
+
+    @classmethod
+    def for_model(cls, verifier: torch.nn.Module, requested: CostProfile | str | None = None) -> CostModel:
+        """A cost model under the shipped profile of the verifier's own device, dtype and thread count
+        (`core.decoding.cost_profiles.device_profile`), or `requested` when given."""
+        if requested is not None:
+            return cls(verifier, requested)
+        weight = next(verifier.parameters())
+        return cls(verifier, device_profile(weight.device, None, weight.dtype))
 
     @property
     def label(self) -> str:
@@ -38,9 +48,15 @@ class CostModel:
         key = id(model)
         if key not in self._costs:
             found = self.profile.costs_for(model)
+            dtype = str(next(model.parameters()).dtype).replace("torch.", "")
+            if found is not None and self.profile.kind == "measured" and self.profile.dtype != dtype:
+                found = None
+                self.profile_note = (f"measured in {self.profile.dtype}, this model runs in {dtype}: priced as the "
+                                     "modelled accelerator")
+            elif found is None:
+                self.profile_note = "no laws for this model in it: priced as the modelled accelerator"
             if found is None:
                 found = accelerator_costs(model)
-                self.profile_note = "no laws for this model in it: priced as the modelled accelerator"
             self._costs[key] = found
         return self._costs[key]
 

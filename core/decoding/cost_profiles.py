@@ -106,14 +106,26 @@ def profile_choices() -> dict[str, str]:
     return {name: load_profile(name).label for name in shipped_profiles()}
 
 
-def device_profile(device: torch.device | str, requested: str | None = None) -> str | None:
-    """The profile to predict wall-clock speed on `device`: the one requested, else the first shipped
-    measured profile for this kind of device (e.g. cpu-*; on a CPU the one measured with torch's current
-    thread count, `<name>-<n>threads`, when there is one), else None (the modelled accelerator)."""
+def profile_dtype(name: str) -> str:
+    """The dtype a shipped profile was measured in (read from its file)."""
+    return load_profile(name).dtype
+
+
+def device_profile(device: torch.device | str, requested: str | None = None,
+                   dtype: torch.dtype | str | None = None) -> str | None:
+    """The profile to predict wall-clock speed on `device` in `dtype`: the one requested, else the first
+    shipped measured profile for this kind of device and this dtype (e.g. cpu-*-bf16-*; on a CPU the one
+    measured with torch's current thread count, `<name>-<n>threads`, when there is one), else None (the
+    modelled accelerator). `dtype=None`: float32 profiles first (the CPU default before dtypes were a setting)."""
     if requested:
         return requested
     kind = torch.device(device).type
+    wanted = str(dtype).replace("torch.", "") if dtype is not None else None
     measured = [name for name in shipped_profiles() if name.startswith(kind + "-")]
+    if wanted is not None:
+        measured = [name for name in measured if profile_dtype(name) == wanted]
+    else:
+        measured.sort(key=lambda name: profile_dtype(name) != "float32")
     threads = f"-{torch.get_num_threads()}threads"
     same_threads = [name for name in measured if name.endswith(threads)]  # CPU profiles depend on the thread count
     single = [name for name in measured if not name.endswith("threads")]

@@ -5,15 +5,19 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 
+from core.analysis.fidelity import numerics_split
 from core.analysis.metrics import measured_speedup, summarize
-from core.config import COPY_EVIDENCE, DRAFTERS, LOOKUP_PRESET, DecodeConfig
+from core.config import COPY_EVIDENCE, DRAFTERS, LOOKUP_PRESET, PRESETS, DecodeConfig, preset
 from core.decoding.confidence import SIGNALS
 from core.decoding.cost import CostModel
-from core.decoding.cost_profiles import device_profile
 from core.errors import ViaSdError
 from core.limits import MAX_NEW_TOKENS
+from core.models.catalog import WHEEL_MODELS
 from core.models.loading import EMBEDDED_ID, load_bundle
+from core.models.pairs import pair_preset_for
+from core.models.precision import DTYPE_CHOICES, describe_precision
 from core.trace import Trace
 
 # Okabe-Ito-like ANSI 256 colours, plus a second cue (underline / bold) per tier.
@@ -70,14 +74,20 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--example", default="chat:0", help="FAMILY:INDEX from examples/ when no prompt is given")
     p.add_argument("--mode", default="via", choices=["plain", "sd", "via", "all"],
                    help="'all' runs plain, classic SD and VIA-SD side by side")
-    p.add_argument("--model", default=EMBEDDED_ID, help="verifier: embedded default, a Hub id or a local folder")
-    p.add_argument("--preset", choices=["lookup"], help="start from core.config.LOOKUP_PRESET (prompt lookup with "
-                   "audited copies) instead of DecodeConfig's defaults; options given explicitly still apply")
+    p.add_argument("--model", default=EMBEDDED_ID, help=f"verifier: an offline model ({', '.join(WHEEL_MODELS)}), "
+                   "a Hub id or a local folder")
+    p.add_argument("--preset", choices=list(PRESETS), help="start from core.config.preset(NAME) instead of "
+                   "DecodeConfig's defaults ('lookup': prompt lookup with audited copies; 'qwen2.5-coder': the "
+                   "offline pair's setting, the default when that pair is loaded and no threshold is given); "
+                   "options given explicitly still apply")
     p.add_argument("--drafter", choices=list(DRAFTERS), help="default: self (lookup preset: ngram)")
-    p.add_argument("--drafter-model", help="Hub id or folder of a separate drafter (implies --drafter model)")
+    p.add_argument("--drafter-model", help="offline name, Hub id or folder of a separate drafter (implies --drafter "
+                   "model)")
     p.add_argument("--device", help="cpu or cuda (default: cuda when present)")
-    p.add_argument("--dtype", choices=["float32", "bfloat16", "float16"],
-                   help="default: float32 on CPU, bfloat16 on CUDA; float32 keeps classic SD exact")
+    p.add_argument("--dtype", choices=list(DTYPE_CHOICES),
+                   help="auto = bf16 where the device computes it natively (CUDA, a CPU with AVX512-BF16 or AMX), "
+                   "else fp32. Default: auto for the Qwen2.5-Coder pair and on CUDA, float32 for SmolLM2 and Hub "
+                   "ids on a CPU; float32 keeps classic SD exact")
     p.add_argument("--draft-route", help=f"default: {DecodeConfig.draft_route}")
     p.add_argument("--slim-route", help=f"default: {DecodeConfig.slim_route}")
     p.add_argument("--gamma", type=int, help=f"default: {DecodeConfig.gamma}")
@@ -107,16 +117,19 @@ def main(argv: list[str] | None = None) -> int:
     try:
         prompt = args.prompt or _example(args.example)
         config = build_config(args)
-        print(f"loading {args.model} ...", file=sys.stderr)
-        bundle = load_bundle(args.model, args.drafter_model, args.device, args.dtype)
-        costs = CostModel(bundle.verifier.model, device_profile(bundle.verifier.device, args.profile))
+        print(f"loading {args.model}" + (f" with drafter {args.drafter_model}" if args.drafter_model else "") + " ...",
+              file=sys.stderr)
+        bundle = load_bundle(args.model, args.drafter_model, args.device, args.dtype, progress=ProgressLine())
+        print(f"precision: {describe_precision(bundle.verifier.device, bundle.verifier.dtype)}; settings: "
+              f"{config_origin(args)}", file=sys.stderr)
+        costs = CostModel.for_model(bundle.verifier.model, args.profile)
         from core.analysis.sweep import compare
+        from core.decoding.engine import generate
 
-        if args.mode == "all":
+        if args.mode == "all":  # a first pass after a load pays one-off costs (kernels, pages): not plain's
+            generate(bundle, prompt, config.with_(mode="plain", max_new_tokens=2), replay=False)
             traces = compare(bundle, prompt, config, replay=False)
         else:
-            from core.decoding.engine import generate
-
             traces = {args.mode: generate(bundle, prompt, config, replay=False, fidelity=True)}
     except ViaSdError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -124,10 +137,14 @@ def main(argv: list[str] | None = None) -> int:
     color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
     print(f"prompt: {prompt}\n")
     for name, trace in traces.items():
-        print(f"--- {name} ({trace.models['drafter']}; slim {trace.models['slim_route']})")
+        print(f"--- {name} ({trace.models['drafter']}; slim {trace.models['slim_route']}; "
+              f"{trace.models.get('dtype', '?')})")
         print(render(trace, color) + "\n")
     print(legend(color) + "\n")
     print(metrics_table(traces))
+    splits = [f"{name} {split}" for name, t in traces.items() if (split := numerics_split(t))]
+    if splits:
+        print("words differing from plain greedy, split: " + "; ".join(splits))
     print("\nmeasured = wall clock on this machine; modelled = accelerator cost model (core/decoding/cost.py)")
     print(why_lines(costs, traces, bundle.drafter.model if bundle.drafter is not None else None))
     if args.json:
@@ -136,10 +153,50 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+THRESHOLDS = ("tau_accept", "tau_slim")
+
+
+def preset_name(args: argparse.Namespace) -> str | None:
+    """The named setting the run starts from: --preset, else the loaded pair's own when no threshold is given."""
+    if args.preset:
+        return args.preset
+    pair = pair_preset_for(args.model, args.drafter_model)
+    if pair is not None and pair.settings and all(getattr(args, name) is None for name in THRESHOLDS):
+        return pair.settings
+    return None
+
+
+def config_origin(args: argparse.Namespace) -> str:
+    name = preset_name(args)
+    return f'core.config.preset("{name}") and the options given' if name else "DecodeConfig's defaults and the " \
+        "options given"
+
+
+class ProgressLine:
+    """Prints install and load progress to stderr: each stage once, then about every 10 % or 5 s."""
+
+    def __init__(self) -> None:
+        self.stage = ""
+        self.shown = -1.0
+        self.at = 0.0
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        fraction = done / total if total else 1.0
+        now = time.monotonic()
+        if stage == self.stage and fraction < 1.0 and fraction - self.shown < 0.1 and now - self.at < 5:
+            return
+        if stage == self.stage and fraction == self.shown:
+            return
+        self.stage, self.shown, self.at = stage, fraction, now
+        amount = f"{done / 1e6:,.0f} / {total / 1e6:,.0f} MB" if total > 1 else ("done" if done else "started")
+        print(f"  {stage}: {amount} ({fraction:.0%})", file=sys.stderr)
+
+
 def build_config(args: argparse.Namespace) -> DecodeConfig:
-    """The run's settings: DecodeConfig's defaults (or LOOKUP_PRESET's with --preset lookup), then every
-    option given on the command line."""
-    base = (LOOKUP_PRESET if args.preset == "lookup" else DecodeConfig()).given(
+    """The run's settings: DecodeConfig's defaults (or a named preset's: --preset, or the loaded pair's when no
+    threshold is given), then every option given on the command line."""
+    name = preset_name(args)
+    base = (preset(name) if name else DecodeConfig()).given(
         args, "drafter", "draft_route", "slim_route", "gamma", "tau_accept", "tau_slim", "copy_evidence",
         "draft_stop_below", "audit_span", "ngram_size", "max_new_tokens")
     return base.with_(

@@ -41,6 +41,9 @@ from core.decoding.cost_profiles import (
     model_signature,
 )
 from core.errors import ProfileError
+from core.models.catalog import EMBEDDED_ID
+from core.models.loading import load_bundle
+from core.models.precision import DTYPE_CHOICES, short_dtype
 
 # --- measuring -----------------------------------------------------------------------------------------
 
@@ -134,6 +137,34 @@ def machine_description(device: torch.device) -> str:
     return f"{cpu} ({os.cpu_count()} cores), {threads} thread{'s' if threads > 1 else ''}"
 
 
+def default_profile_name(device: torch.device, dtype: torch.dtype, threads: int | None = None) -> str:
+    """A profile's name from what it depends on: device, machine, dtype and (CPU) thread count.
+
+    e.g. `cpu-epyc-2core-bf16-2threads`, `cuda-h100-bf16`: one file per (device, dtype, threads), holding
+    the laws of every model measured there (`merge` adds a model to an existing file)."""
+    dtype_part = short_dtype(dtype)
+    if device.type == "cuda":
+        gpu = torch.cuda.get_device_name(device).lower().replace("nvidia", "").split()
+        return f"cuda-{(gpu or ['gpu'])[0]}-{dtype_part}"
+    words = machine_description(device).lower().replace("(r)", "").split()
+    brand = next((w for w in words if w in ("epyc", "xeon", "ryzen", "core", "graviton", "neoverse")), "cpu")
+    threads = threads or torch.get_num_threads()
+    return f"cpu-{brand}-{os.cpu_count()}core-{dtype_part}-{threads}threads"
+
+
+def merge(existing: CostProfile, new: CostProfile) -> CostProfile:
+    """`new` with the other models of `existing` kept (same device and dtype): one file per (device, dtype)."""
+    if (existing.device, existing.dtype) != (new.device, new.dtype):
+        raise ProfileError(f"cannot merge a {new.device}/{new.dtype} profile into {existing.name} "
+                           f"({existing.device}/{existing.dtype})")
+    kept = {k: v for k, v in existing.models.items() if k not in new.models}
+    points = [p for p in existing.points if p["model"] in kept] + new.points
+    label = new.label if not kept else f"{new.label}; other models: {existing.date}"
+    return CostProfile(name=new.name, kind=new.kind, label=label, device=new.device, dtype=new.dtype,
+                       time_unit=new.time_unit, models={**kept, **new.models}, machine=new.machine, date=new.date,
+                       versions=new.versions, points=points, notes=new.notes)
+
+
 def measure_profile(bundle: object, name: str, routes: tuple[str, ...] = ("full", "auto-slim", "auto-draft",
                                                                          "skip-middle-50"),
                     repeats: int = 5, token_counts: tuple[int, ...] = TOKEN_COUNTS) -> CostProfile:
@@ -157,7 +188,9 @@ def measure_profile(bundle: object, name: str, routes: tuple[str, ...] = ("full"
     machine = machine_description(device)
     date = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     load = f"; load average {os.getloadavg()[0]:.1f} at the end" if hasattr(os, "getloadavg") else ""
-    return CostProfile(name=name, kind="measured", label=f"measured on {machine}, {dtype}, {date}{load}",
+    models_line = " + ".join(item.name for item in loaded)
+    label = f"measured on {machine}, {dtype}, {date}{load} ({models_line})"
+    return CostProfile(name=name, kind="measured", label=label,
                        device=device.type, dtype=dtype, time_unit="s", models=models, machine=machine, date=date,
                        versions=versions(), points=[asdict(p) for p in points],
                        notes="python -m core.profile: median of KV-cached passes through core.decoding.scorer.Scorer; "
@@ -175,16 +208,17 @@ def fit_table(profile: CostProfile) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from core.models.loading import EMBEDDED_ID, load_bundle
-
     parser = argparse.ArgumentParser(description="Measure a cost profile of forward passes on this device.")
     parser.add_argument("--model", default=EMBEDDED_ID)
     parser.add_argument("--drafter-model", help="also profile a separate drafter")
     parser.add_argument("--device")
-    parser.add_argument("--dtype", choices=["float32", "bfloat16", "float16"])
+    parser.add_argument("--dtype", choices=list(DTYPE_CHOICES), help="default: the model's own (core.models.loading)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
-    parser.add_argument("--name", help="profile name (default: <device>-<date>)")
+    parser.add_argument("--name", help="profile name (default: <device>-<machine>-<dtype>-<threads>threads, e.g. "
+                        "cpu-epyc-2core-bf16-2threads)")
+    parser.add_argument("--replace", action="store_true", help="overwrite the file instead of adding these models "
+                        "to the profile of the same name")
     parser.add_argument("--out", help="where to write the JSON (default: core/profiles/<name>.json)")
     parser.add_argument("--accelerator", action="store_true",
                         help="write the modelled accelerator profile instead of measuring")
@@ -196,10 +230,14 @@ def main(argv: list[str] | None = None) -> None:
         models = [bundle.verifier.model] + ([bundle.drafter.model] if bundle.drafter else [])
         profile = accelerator_profile(models)
     else:
-        name = args.name or f"{bundle.verifier.device.type}-{datetime.now(timezone.utc):%Y%m%d}"
+        name = args.name or default_profile_name(bundle.verifier.device, bundle.verifier.dtype)
+        print(f"measuring {name}; load average {os.getloadavg()[0]:.2f} at the start (uptime)")
         profile = measure_profile(bundle, name, repeats=args.repeats)
         print(fit_table(profile))
-    path = profile.save(args.out or PROFILE_DIR / f"{profile.name}.json")
+    path = Path(args.out or PROFILE_DIR / f"{profile.name}.json")
+    if path.is_file() and not args.replace and not args.accelerator:
+        profile = merge(CostProfile.from_json(path.read_text()), profile)
+    path = profile.save(path)
     print(f"\n{profile.label}\nsaved {path}")
 
 

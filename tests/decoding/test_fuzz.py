@@ -22,7 +22,8 @@ from core import DecodeConfig, encode_prompt, generate
 from core.decoding.layer_routes import resolve_route
 from core.errors import ViaSdError
 from core.limits import Limits
-from core.models.loading import ModelPolicy, ModelSize, load_model
+from core.models.loading import load_model
+from core.models.policy import ModelPolicy, ModelSize
 
 EXAMPLES = int(os.environ.get("VIASD_FUZZ_EXAMPLES", "40"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
@@ -134,7 +135,9 @@ def test_generate(bundle: object, prompt: str, changes: dict, mode: str, drafter
 @given(name=hostile_text)
 def test_load_model_names(name: str) -> None:
     """Offline (the Hub stubbed unreachable): every name is loaded from a real folder or refused in one line."""
-    with mock.patch("core.models.loading.hub_reachable", lambda timeout=3.0: False):
+    offline = lambda timeout=3.0: False  # noqa: E731
+    with mock.patch("core.models.loading.hub_reachable", offline), mock.patch("core.models.policy.hub_reachable",
+                                                                              offline):
         model = call(load_model, name, "cpu")
     assert model is None, f"{name[:40]!r} loaded a model"
 

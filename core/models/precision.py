@@ -1,0 +1,88 @@
+"""Precision as a setting: float32, bfloat16, float16, or "auto" (bf16 where the device computes it natively).
+
+Why it matters: on a CPU with AVX512-BF16 (or AMX) a bf16 verification pass of up to 8 tokens costs
+what a one-token pass costs, the GPU economics that speculative decoding lives on; in fp32 the same
+pass costs 1.5-2.5x. Without native bf16 the CPU emulates it and bf16 is slower than fp32, so "auto"
+detects the instructions (never assumes them: machines of one kind differ) and falls back to fp32.
+The price of bf16: scoring k tokens in one pass rounds differently from one at a time, so classic SD
+is no longer bit-exact against plain greedy (core.analysis.fidelity separates that from the tiers).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from core.errors import ModelLoadError
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+DTYPE_CHOICES = ("auto", *DTYPES)
+"""What `load_bundle(dtype=)` and `--dtype` accept."""
+
+BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
+"""/proc/cpuinfo flags of x86 instructions that compute bf16 natively (AVX512-BF16 dot products, AMX tiles)."""
+
+
+def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str] | None:
+    """The CPU's feature flags from /proc/cpuinfo (None where the file is missing: not Linux)."""
+    try:
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith(("flags", "Features")):
+                return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        return None
+    return frozenset()
+
+
+def cpu_bf16_native(flags: frozenset[str] | None = None) -> bool:
+    """Does this CPU compute bf16 natively? From /proc/cpuinfo flags, else torch's own CPU probe."""
+    flags = cpu_flags() if flags is None else flags
+    if flags is not None:
+        return bool(BF16_FLAGS & flags)
+    probe = getattr(torch.cpu, "_is_avx512_bf16_supported", None)
+    return bool(probe()) if probe is not None else False
+
+
+def auto_dtype(device: torch.device, bf16_native: bool | None = None) -> torch.dtype:
+    """bf16 on CUDA (fp16 where bf16 is missing) and on a CPU with native bf16; fp32 elsewhere."""
+    if device.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    if device.type == "cpu":
+        native = cpu_bf16_native() if bf16_native is None else bf16_native
+        return torch.bfloat16 if native else torch.float32
+    return torch.float32
+
+
+def resolve_dtype(dtype: str | None, device: torch.device, default: str = "float32") -> torch.dtype:
+    """The torch dtype for a setting: a name, "auto", or None (then `default`, itself a name or "auto").
+
+    The default differs by model: the embedded SmolLM2 keeps float32 on a CPU (exact, and fast
+    enough), a pair preset asks for "auto" (see core.models.loading)."""
+    chosen = default if dtype is None else dtype
+    if chosen == "auto":
+        return auto_dtype(device)
+    if chosen not in DTYPES:
+        raise ModelLoadError(f"unknown dtype '{chosen}': use {', '.join(DTYPE_CHOICES)}")
+    return DTYPES[chosen]
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """'bfloat16' for torch.bfloat16: the name runs, profiles and screens print."""
+    return str(dtype).replace("torch.", "")
+
+
+def short_dtype(dtype: torch.dtype | str) -> str:
+    """'bf16', 'fp32', 'fp16': the short form used in profile names."""
+    name = dtype if isinstance(dtype, str) else dtype_name(dtype)
+    return {"bfloat16": "bf16", "float32": "fp32", "float16": "fp16"}.get(name, name)
+
+
+def describe_precision(device: torch.device, dtype: torch.dtype) -> str:
+    """One line for a run's header: the dtype, and on a CPU why auto would (not) pick bf16."""
+    if device.type != "cpu":
+        return f"{dtype_name(dtype)} on {device.type}"
+    native = cpu_bf16_native()
+    capability = torch.backends.cpu.get_cpu_capability()
+    return (f"{dtype_name(dtype)} on cpu (torch capability {capability}; native bf16 "
+            f"{'yes' if native else 'no'})")
