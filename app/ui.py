@@ -46,7 +46,7 @@ def build_demo() -> gr.Blocks:
             with gr.Tab("4 · About the numbers", id="about"):
                 AboutTab()
         generate.wire(compare.tradeoff_plot, compare.grid_state)
-        models.wire()
+        models.wire(generate.widgets)
         compare.wire(generate.widgets)
         classroom.wire(generate.out["trace"])
         demo.load(generate.ready, None, generate.out["status"], api_visibility="private")

@@ -34,7 +34,7 @@ from app.settings import THREE_TIER, Settings  # noqa: E402
 from app.share import query_of  # noqa: E402
 from app.ui import build_demo, launch_kwargs  # noqa: E402
 from core.config import LOOKUP_PRESET  # noqa: E402
-from core.models.loading import available_presets  # noqa: E402
+from core.models.pairs import available_presets  # noqa: E402
 from examples import FAMILIES, load_prompts  # noqa: E402
 
 try:  # the pair's recommended settings (helper pair-bench); before that lands, the lookup preset
