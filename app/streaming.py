@@ -19,14 +19,13 @@ from typing import Any
 import torch
 
 from app.fidelity_cache import FIDELITY
-from app.prefetch import PREFETCHER
+from app.prefetch import PREFETCHER, tier_shares
 from app.session import SESSIONS
 from app.settings import Settings
 from app.views import cards, charts, render
 from app.views.insight import insight_updates, measure_reliability, prediction_markdown
-from app.views.sensitivity import effect_line
+from app.views.sensitivity import config_of, effect_line, reproduces, shares_line
 from core import iter_generate, summarize
-from core.config import DecodeConfig
 from core.limits import RUN_TIME_BUDGET_S
 from core.trace import Trace
 
@@ -85,6 +84,7 @@ def charts_update(trace: Trace, settings: Settings, bundle: object = None, relia
               "timeline_plot": charts.timeline_figure(trace), "files": export_files(trace)}
     if bundle is not None:
         update.update(insight_updates(bundle, trace, config, reliability))
+        update["prediction"] = prediction(trace, reliability, config.tau_accept, config.tau_slim)
         if rerouted:
             del update["reliability_plot"], update["reliability"]
     return update
@@ -104,13 +104,33 @@ def reroute_refusal(settings: Settings, previous: Trace | None) -> str | None:
     re-route is simply a run with these thresholds."""
     if previous is None:
         return None
-    shown = previous.config if isinstance(previous.config, DecodeConfig) else DecodeConfig().with_(
-        **{k: v for k, v in dict(previous.config).items() if k in DecodeConfig.__dataclass_fields__})
+    shown = config_of(previous)
     changed = {name for name in Settings.names() if name not in LIVE
                and getattr(Settings.of(shown, previous.prompt), name) != getattr(settings, name)}
     if changed - {"temperature", "top_p"} or (settings.sampling and changed):
         return "Thresholds set for the next run: the prompt or settings changed since the run shown, press **Run**."
     return None
+
+
+def prediction(trace: Trace | None, reliability: object, tau_accept: float, tau_slim: float) -> str:
+    """The line above the charts while a threshold moves: the engine's own re-route where it is known (the
+    run on screen when the pair lies in its gap, a prefetched neighbour), else the teacher-forced estimate,
+    labelled as rough (it routes each token alone: no rounds, no copy evidence, no audit)."""
+    try:
+        tau_accept, tau_slim = float(tau_accept), float(tau_slim)
+    except (TypeError, ValueError):
+        return prediction_markdown(None, tau_accept, tau_slim)
+    if trace is not None and trace.tokens:
+        if reproduces(trace, tau_accept, tau_slim):
+            return shares_line(tier_shares(trace), tau_accept, tau_slim, "exactly the run on screen (these "
+                               "thresholds decide every token as it was decided)")
+        config = config_of(trace)
+        known = PREFETCHER.shares(trace.prompt, config, tau_accept, tau_slim)
+        if known is not None:
+            return shares_line(known, tau_accept, tau_slim, "the engine's re-route, computed ahead")
+        rough = prediction_markdown(reliability, tau_accept, tau_slim, config.draft_signal, config.slim_signal)
+        return "Rough estimate, per token without rounds or copy evidence: " + rough
+    return prediction_markdown(reliability, tau_accept, tau_slim)
 
 
 @contextlib.contextmanager
@@ -137,8 +157,7 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "",
     if not SESSIONS.is_loaded():
         yield {"status": "… Loading the model (first use only, a few seconds)…"}
     if reliability is not None:  # the new thresholds' predicted tier shares, before any model runs
-        yield {"prediction": prediction_markdown(reliability, config.tau_accept, config.tau_slim,
-                                                 config.draft_signal, config.slim_signal)}
+        yield {"prediction": prediction(previous, reliability, config.tau_accept, config.tau_slim)}
     bundle = SESSIONS.bundle(session)
     if previous is not None and (config.tau_accept, config.tau_slim) not in PREFETCHER.done:
         # a far move: its passes are not in the memo yet, so say so beside the sliders at once
@@ -180,6 +199,7 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "",
     # each output as a diff against the previous update, so the browser receives only the figures
     yield {**text, **charts_update(trace, settings, bundle, reliability, rerouted=previous is not None)}
     if not stopped:
+        PREFETCHER.remember(settings.prompt, config, trace)
         PREFETCHER.schedule(bundle, settings.prompt, config)
 
 

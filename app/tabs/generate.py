@@ -206,9 +206,9 @@ class GenerateTab:
         for update in _reroute(Settings.from_values(**values), session_id(request), previous, grid, reliability):
             yield self._keyed(update)
 
-    def predict(self, reliability: Any, tau_accept: Any, tau_slim: Any) -> str:
-        """While a threshold slider moves: predicted tier shares for the new pair, no model call (< 50 ms)."""
-        return prediction_markdown(reliability, tau_accept, tau_slim)
+    def predict(self, trace: Any, reliability: Any, tau_accept: Any, tau_slim: Any) -> str:
+        """While a threshold slider moves: tier shares for the new pair, no model call (< 50 ms)."""
+        return streaming.prediction(trace, reliability, tau_accept, tau_slim)
 
     def stop(self, request: gr.Request = None) -> dict:
         """Ask this session's run to stop after its current round; it then shows the partial result."""
@@ -245,7 +245,8 @@ class GenerateTab:
                          None, [*self.widgets.values(), self.example], queue=False, api_visibility="private").then(
             self.generate, None, out, api_visibility="private", **runs)
         gr.on([self.widgets[n].input for n in ("tau_accept", "tau_slim")], self.predict,
-              [self.out["reliability"], self.widgets["tau_accept"], self.widgets["tau_slim"]], self.out["prediction"],
+              [self.out["trace"], self.out["reliability"], self.widgets["tau_accept"], self.widgets["tau_slim"]],
+              self.out["prediction"],
               api_name="predict_tiers", queue=False, show_progress="hidden", trigger_mode="always_last")
         self.stop_btn.click(self.stop, None, self.out["status"], api_name="stop", queue=False)
         return []

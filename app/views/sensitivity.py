@@ -58,10 +58,31 @@ def tau_accept_gap(trace: Trace, tau_accept: float) -> Gap:
                len(tested), len(_routed(trace)))
 
 
-def _setting(trace: Trace, name: str) -> object:
-    """A value of the run's config (a dict in older traces, a DecodeConfig once one-rule lands)."""
+def config_of(trace: Trace) -> DecodeConfig:
+    """The run's config as a DecodeConfig (older traces carry a dict)."""
     config = trace.config
-    return config.get(name, getattr(DecodeConfig, name)) if isinstance(config, dict) else getattr(config, name)
+    if isinstance(config, DecodeConfig):
+        return config
+    return DecodeConfig().with_(**{k: v for k, v in dict(config).items() if k in DecodeConfig.__dataclass_fields__})
+
+
+def _setting(trace: Trace, name: str) -> object:
+    return getattr(config_of(trace), name)
+
+
+def reproduces(trace: Trace, tau_accept: float, tau_slim: float) -> bool:
+    """Whether these thresholds give exactly `trace` (τ_slim unchanged, τ_accept inside the run's gap)."""
+    config = config_of(trace)
+    if config.mode != "via" or round(tau_slim, 4) != round(config.tau_slim, 4):
+        return False
+    gap = tau_accept_gap(trace, config.tau_accept)
+    return gap.lo < tau_accept <= gap.hi + 1e-9 or round(tau_accept, 4) == round(config.tau_accept, 4)
+
+
+def shares_line(shares: dict[int, float], tau_accept: float, tau_slim: float, source: str) -> str:
+    """The prediction line for shares the engine itself computed."""
+    return (f"Tier shares at τ_accept {tau_accept:.2f} / τ_slim {tau_slim:.2f}: tier 1 {shares[1]:.0%} · "
+            f"tier 2 {shares[2]:.0%} · tier 3 {shares[3]:.0%} — {source}.")
 
 
 def effect_line(trace: Trace | None) -> str:

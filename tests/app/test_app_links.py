@@ -67,21 +67,3 @@ def test_a_run_link_runs_and_reopens_the_identical_run(browser, app_url: str) ->
     assert shown and shown == again, "the shared link reopened a different run"
     assert len(shown) == len(expected) and [s.split("|")[1:] for s in shown] == [e.split("|")[1:] for e in expected]
 
-
-def test_the_effect_line_names_the_threshold_gap_that_reproduces_the_run() -> None:
-    """The opening preset's copies score 1.0 or 0.67 and most tokens are free verdicts: τ_accept from 0.70 to
-    0.95 gives the same run, and a replay at each of those notches is indeed that run (the engine's own rule)."""
-    from app.session import SESSIONS
-    from app.settings import Settings
-    from app.views.sensitivity import effect_line, tau_accept_gap
-    from core import generate
-
-    bundle = SESSIONS.default_bundle()
-    opening = Settings(max_new_tokens=40)
-    trace = generate(bundle, opening.prompt, opening.config())
-    gap = tau_accept_gap(trace, opening.tau_accept)
-    assert gap.covers_neighbours(opening.tau_accept) and "Why the sliders change nothing" in effect_line(trace)
-    shown = [(t.token_id, t.tier, t.outcome) for t in trace.tokens]
-    for notch in range(round(gap.lo / 0.05) + 1, round(gap.hi / 0.05) + 1):
-        again = generate(bundle, opening.prompt, opening.with_(tau_accept=round(notch * 0.05, 2)).config())
-        assert [(t.token_id, t.tier, t.outcome) for t in again.tokens] == shown, f"τ_accept {notch * 0.05:.2f}"
