@@ -3,9 +3,10 @@ visitors using it (issue 13 item 5).
 
 Drives `app.session.SESSIONS` as the Models panel does: the embedded model first (the app's default),
 then five browser sessions pick the offline Qwen2.5-Coder pair one after another and each runs a short
-generation with the pair's recommended settings (model events run one at a time in the app, so they
-do here). One copy of the pair must serve all five: the script checks that every session got the
-same bundle object and prints the resident set size (VmRSS) and its peak (VmHWM) after each step.
+generation of its own code prompt (so none is a replay of another's) with the pair's recommended
+settings (model events run one at a time in the app, so they do here). One copy of the pair must
+serve all five: the script checks that every session got the same bundle object and prints the
+resident set size (VmRSS) and its peak (VmHWM) after each step.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def memory_mb() -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tokens", type=int, default=16, help="new tokens per visitor's run (default 16)")
+    parser.add_argument("--tokens", type=int, default=8, help="new tokens per visitor's run (default 8)")
     args = parser.parse_args()
     found = next(found for pair, found in available_presets() if pair.label == QWEN_CODER_PAIR.label)
     if not found.available:
@@ -42,7 +43,7 @@ def main() -> None:
     SESSIONS.default_bundle()
     rows.append(("embedded SmolLM2 loaded", *memory_mb(), time.perf_counter() - started))
     config = preset(QWEN_CODER_PAIR.settings).with_(max_new_tokens=args.tokens)
-    prompt = load_prompts("code")[0].text
+    prompts = [p.text for p in load_prompts("code")]
     bundles = []
     for visitor in range(1, VISITORS + 1):
         session = f"visitor-{visitor}"
@@ -50,7 +51,7 @@ def main() -> None:
         bundle = SESSIONS.choose(session, QWEN_CODER_PAIR.verifier, QWEN_CODER_PAIR.drafter)
         rows.append((f"visitor {visitor} picks the pair", *memory_mb(), time.perf_counter() - started))
         started = time.perf_counter()
-        trace = generate(SESSIONS.bundle(session), prompt, config)
+        trace = generate(SESSIONS.bundle(session), prompts[(visitor - 1) % len(prompts)], config)
         rows.append((f"visitor {visitor} ran {len(trace.tokens)} tokens", *memory_mb(),
                      time.perf_counter() - started))
         bundles.append(bundle)
