@@ -16,7 +16,7 @@ from app.gpu import on_gpu, seconds_for_tokens
 from app.guard import message, reports_errors
 from app.prefetch import PREFETCHER
 from app.session import SESSIONS, session_id
-from app.views import render
+from app.views import render, walkthroughs, words
 from app.views import round_replay as classroom
 from core import generate
 from core.errors import ConfigError
@@ -30,20 +30,32 @@ PRESENTER_CLASS = "viasd-presenter"
 EMPTY = classroom.EMPTY
 
 CSS = f"""
-body.{PRESENTER_CLASS} {{--viasd-class-caption: 26px; --viasd-class-text: 28px; --viasd-class-table: 22px;
-  --viasd-class-notes: 22px; --viasd-class-button: 24px;}}
+body.{PRESENTER_CLASS} {{--viasd-class-caption: 22px; --viasd-class-text: 24px; --viasd-class-table: 20px;
+  --viasd-class-notes: 20px; --viasd-class-button: 22px;}}
 body.{PRESENTER_CLASS} #viasd-intro {{display: none;}}
-#viasd-caption .viasd-caption {{font-size: var(--viasd-class-caption, 1.15rem); line-height: 1.45;
+body.{PRESENTER_CLASS} #viasd-walk-pick [data-testid="block-info"] {{display: none;}}
+body.{PRESENTER_CLASS} #viasd-walk-row button {{min-height: 0; padding-top: 6px; padding-bottom: 6px;}}
+body.{PRESENTER_CLASS} #{CLASS_TOKENS_ID} {{max-height: 4.9em; overflow-y: auto; line-height: 1.9; min-height: 0;}}
+body.{PRESENTER_CLASS} #viasd-classroom-heading p {{white-space: nowrap; overflow: hidden; text-overflow: ellipsis;}}
+#viasd-caption .viasd-caption {{font-size: var(--viasd-class-caption, 1.15rem); line-height: 1.4;
   color: var(--viasd-fg, inherit);}}
-.viasd-caption ol {{margin: 0.3rem 0 0.3rem 1.4rem; padding: 0;}}
-.viasd-caption p {{margin: 0.3rem 0;}}
+.viasd-caption ol {{margin: 0.2rem 0 0.2rem 1.4rem; padding: 0;}}
+.viasd-caption p {{margin: 0.2rem 0;}}
 #{CLASS_TOKENS_ID} {{font-size: var(--viasd-class-text, 1.2rem);}}
 #viasd-round table {{font-size: var(--viasd-class-table, 1.1rem);}}
 #viasd-classroom-heading, #viasd-classroom-notes {{font-size: var(--viasd-class-notes, 1.05rem);}}
+#viasd-classroom-heading p {{margin: 0;}}
 #viasd-prev, #viasd-next {{font-size: var(--viasd-class-button, 1rem);}}
 """
 """Classroom styles (added to the app's CSS in app.ui). Presenter sizes are variables set on <body>: Gradio
-also copies every rule under its container prefix, which would out-rank a plain `body.presenter x` rule."""
+also copies every rule under its container prefix, which would out-rank a plain `body.presenter x` rule.
+In presenter mode the text box keeps about two lines and scrolls to the current round (FOLLOW_ROUND), so
+the controls, the text and the caption fit a 1024x768 projector (tests/app/test_classroom_browser.py)."""
+
+FOLLOW_ROUND = (f"() => {{ const box = document.getElementById('{CLASS_TOKENS_ID}'); "
+                "const now = box && box.querySelector('.tok.current'); "
+                "if (now) box.scrollTop = now.offsetTop - box.offsetTop - 8; }")
+"""Scroll the replay's text box (not the page) so the current round's first token is in view."""
 
 TOGGLE_PRESENTER = f"(on) => {{ document.body.classList.toggle('{PRESENTER_CLASS}', !!on); return on; }}"
 
@@ -52,10 +64,16 @@ def _walkthroughs() -> dict[str, dict]:
     return {w["title"]: w for w in load_walkthroughs()}
 
 
-def _decoder(trace: Trace):
-    """Token-id decoder of the model that wrote `trace` (draft tokens that were thrown away have no text)."""
-    tokenizer = SESSIONS.tokenizer_for(trace.models.get("verifier", ""))
-    return lambda token_id: tokenizer.decode([token_id], skip_special_tokens=False)
+def _decoder(trace: Trace) -> classroom.Decode:
+    """Token-id decoder of the model that wrote `trace`; a saved trace whose model is not loaded (a recorded
+    walkthrough) spells draft tokens from its own tokens instead, never with another model's tokenizer."""
+    tokenizer = SESSIONS.tokenizer_for(trace.models.get("verifier", ""))  # the embedded one when that model is gone
+
+    def decode(token_id: int) -> str:
+        return tokenizer.decode([token_id], skip_special_tokens=False)
+
+    sample = trace.tokens[:8]
+    return decode if all(decode(t.token_id) == t.text for t in sample) else classroom.trace_decoder(trace)
 
 
 def show_round(trace: Trace | None, round_number: float, show_future: bool = False) -> dict:
@@ -81,7 +99,7 @@ def _walkthrough_seconds(title: str, *_: Any, **__: Any) -> int:
     """GPU time to ask for (ZeroGPU): fitted to the walkthrough's token count (its fix runs it twice, with fidelity)."""
     walkthrough = _walkthroughs().get(title, {})
     try:
-        config = classroom.walkthrough_config(walkthrough) if walkthrough else None
+        config = walkthroughs.walkthrough_config(walkthrough) if walkthrough else None
     except ConfigError:
         config = None
     runs = 4 if walkthrough.get("fixed_config") else 1
@@ -98,7 +116,7 @@ def _pick(title: str) -> dict:
 @on_gpu(_walkthrough_seconds)
 def _run_walkthrough(title: str, session: str) -> Trace:
     walkthrough = _pick(title)
-    config = classroom.walkthrough_config(walkthrough)
+    config = walkthroughs.walkthrough_config(walkthrough)
     with PREFETCHER.foreground():  # on this visitor's models (the embedded pair unless they loaded others)
         return generate(SESSIONS.bundle(session), walkthrough["prompt"], config, replay=True)
 
@@ -107,12 +125,12 @@ def _run_walkthrough(title: str, session: str) -> Trace:
 def _run_fix(title: str, session: str) -> tuple[Trace, Trace]:
     """The walkthrough's run and its fix's run, both with fidelity measured (so the notes can compare them)."""
     walkthrough = _pick(title)
-    fixed = classroom.walkthrough_config(walkthrough, fixed=True)
+    fixed = walkthroughs.walkthrough_config(walkthrough, fixed=True)
     if fixed is None:
         raise ConfigError(f"the walkthrough '{title}' has no fix to run")
     bundle = SESSIONS.bundle(session)
     with PREFETCHER.foreground():
-        before = generate(bundle, walkthrough["prompt"], classroom.walkthrough_config(walkthrough), replay=True,
+        before = generate(bundle, walkthrough["prompt"], walkthroughs.walkthrough_config(walkthrough), replay=True,
                           fidelity=True)
         after = generate(bundle, walkthrough["prompt"], fixed, replay=True, fidelity=True)
     return before, after
@@ -120,17 +138,20 @@ def _run_fix(title: str, session: str) -> tuple[Trace, Trace]:
 
 @reports_errors("heading")
 def _walkthrough(title: str, session: str, show_future: bool) -> dict:
-    trace = _run_walkthrough(title, session)
-    w = _walkthroughs()[title]
-    return _opened(trace, classroom.walkthrough_heading(w), classroom.walkthrough_notes(w, trace), show_future)
+    """Open a walkthrough: replayed from its saved trace when it names one (no model loads), else run here."""
+    w = _pick(title)
+    trace = walkthroughs.recorded_trace(w) or _run_walkthrough(title, session)
+    return _opened(trace, walkthroughs.walkthrough_heading(w), walkthroughs.walkthrough_notes(w, trace), show_future)
 
 
 @reports_errors("heading")
 def _fix(title: str, session: str, show_future: bool) -> dict:
     before, after = _run_fix(title, session)
     w = _walkthroughs()[title]
-    heading = f"{classroom.walkthrough_heading(w)}\n\n**The fix** (copy_evidence `{after.config['copy_evidence']}`)"
-    return _opened(after, heading, classroom.fix_notes(w, before, after), show_future)
+    copies = words.name("copy_evidence", after.config.get("copy_evidence"))
+    heading = f"{walkthroughs.walkthrough_heading(w)} · **The fix:** copies {copies}"
+    notes = walkthroughs.fix_notes(w, before, after, list(classroom.cuts_by_round(after)))
+    return _opened(after, heading, notes, show_future)
 
 
 def _has_fix(title: str) -> bool:
@@ -142,23 +163,23 @@ class ClassroomTab:
 
     def __init__(self) -> None:
         titles = list(_walkthroughs())
-        with gr.Row(equal_height=False):
-            self.walk = gr.Dropdown(titles, value=titles[0] if titles else None, label="Walkthrough", scale=3,
-                                    min_width=220, elem_id="viasd-walk-pick")
+        with gr.Row(equal_height=False, elem_id="viasd-walk-row"):
+            self.walk = gr.Dropdown(titles, value=titles[0] if titles else None, label="Walkthrough", scale=4,
+                                    min_width=340, elem_id="viasd-walk-pick")
             self.walk_btn = gr.Button("Load walkthrough", variant="primary", scale=1, min_width=175,
                                       elem_id="viasd-walk")
             self.fix_btn = gr.Button("Run the fix", scale=1, min_width=120, elem_id="viasd-walk-fix",
                                      visible=_has_fix(titles[0]) if titles else False)
             self.last_btn = gr.Button("Use my last run", scale=1, min_width=120, elem_id="viasd-last-run")
-            with gr.Column(scale=1, min_width=170):
-                self.presenter = gr.Checkbox(False, label="Presenter mode (big type)", elem_id="viasd-presenter",
-                                             container=False)
-                self.future = gr.Checkbox(False, label="Show later rounds (faded)", elem_id="viasd-show-future",
-                                          container=False)
         with gr.Row(equal_height=True, elem_id="viasd-replay-controls"):
-            self.prev_btn = gr.Button("◀ Previous round", scale=1, min_width=150, elem_id="viasd-prev")
+            self.prev_btn = gr.Button("◀ Previous", scale=1, min_width=150, elem_id="viasd-prev")
             round_slider = gr.Slider(1, 2, value=1, step=1, label="Round", scale=3, elem_id="viasd-round-slider")
-            self.next_btn = gr.Button("Next round ▶", scale=1, min_width=150, elem_id="viasd-next")
+            self.next_btn = gr.Button("Next ▶", scale=1, min_width=150, elem_id="viasd-next")
+            with gr.Column(scale=1, min_width=170, elem_id="viasd-class-options"):
+                self.presenter = gr.Checkbox(False, label="Presenter mode", elem_id="viasd-presenter",
+                                             container=False)
+                self.future = gr.Checkbox(False, label="Show later rounds", elem_id="viasd-show-future",
+                                          container=False)
         heading = gr.Markdown("Pick a walkthrough and press **Load**, then step through it round by round.",
                               elem_id="viasd-classroom-heading")
         tokens = gr.HTML(render.tokens_html(None, placeholder="Load a walkthrough to begin.", elem_id=CLASS_TOKENS_ID))
@@ -187,9 +208,11 @@ class ClassroomTab:
             gr.Warning("no run yet: press Run in Generate & tune first")
             return self._keyed({"heading": message("No run yet: press Run in Generate & tune first.")})
         c = trace.config
-        heading = (f"**Your last run** · Prompt: {trace.prompt}\n\nMode `{c['mode']}`, τ_accept {c['tau_accept']}, "
+        prompt = walkthroughs.walkthrough_heading({"title": "Your last run", "prompt": trace.prompt})
+        heading = (f"{prompt} · {words.name('mode', c['mode'])}, τ_accept {c['tau_accept']}, "
                    f"τ_slim {c['tau_slim']}, γ {c['gamma']}"
-                   + (f", copy evidence `{c.get('copy_evidence')}`." if c.get("drafter") == "ngram" else "."))
+                   + (f", copies {words.name('copy_evidence', c.get('copy_evidence'))}" if c.get("drafter") == "ngram"
+                      else ""))
         return self._keyed(_opened(trace, heading, "", show_future))
 
     def show(self, trace: Trace | None, round_number: float, show_future: bool = False) -> dict:
@@ -210,7 +233,8 @@ class ClassroomTab:
         self.walk.change(lambda title: gr.update(visible=_has_fix(title)), self.walk, self.fix_btn, queue=False,
                          api_visibility="private")
         self.last_btn.click(self.use_last_run, [last_trace, self.future], out, api_visibility="private")
-        slider.change(self.show, [state, slider, self.future], view, **quiet)
+        slider.change(self.show, [state, slider, self.future], view, **quiet).then(
+            None, js=FOLLOW_ROUND, queue=False, api_visibility="private")
         self.future.change(self.show, [state, slider, self.future], view, **quiet)
         self.prev_btn.click(lambda t, r: self.step(t, r, -1), [state, slider], slider, **quiet)
         self.next_btn.click(lambda t, r: self.step(t, r, +1), [state, slider], slider, **quiet)

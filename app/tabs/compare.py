@@ -15,11 +15,14 @@ from app.guard import reports_errors
 from app.prefetch import PREFETCHER
 from app.session import SESSIONS, session_id
 from app.settings import DEFAULT, Settings
-from app.views import charts
+from app.views import tables
 from app.views.diff import diff_html
+from app.views.grid_chart import tradeoff_figure
+from app.views.numbers import speed_text
+from app.views.recommend import DEFAULT_BUDGET, recommendation
 from app.views.tradeoff_chart import tradeoff_chart
 from core import attach_fidelity, generate, summarize
-from core.analysis.sweep import comparison_table, scheme_points, sweep_schemes, threshold_grid
+from core.analysis.sweep import scheme_points, sweep_schemes, threshold_grid
 from core.errors import ConfigError, shown
 
 MODEL = {"concurrency_id": "model", "concurrency_limit": 1}
@@ -27,13 +30,9 @@ DEFAULT_GRID = "0.3, 0.5, 0.7, 0.9, 1.0"
 MODES = {"plain": "Plain decoding", "sd": "Classic speculative decoding", "via": "VIA-SD (three tiers)"}
 EXPLAIN = {"plain": "the full model alone: the reference the others are compared with",
            "sd": "every draft token checked by the full model", "via": "three tiers at the thresholds below"}
-COLUMNS = {"mode": "mode", "tokens": "tokens", "tokens/s (measured)": "tokens/s (measured)",
-           "speed-up (measured)": "speed-up (measured)", "speed-up (modelled accelerator)": "speed-up (modelled)",
-           "rejection rate": "rejection", "mean accepted length": "accepted / round",
-           "full calls/token": "full calls / token", "identical to full": "same text", "full-model agreement":
-           "agreement", "full-model NLL": "NLL"}
 COMPARE_OUTPUTS = ("plain", "sd", "via", "table", "status")
 GRID_OUTPUTS = ("tradeoff_plot", "grid_table", "grid_status", "grid")
+SCHEME_OUTPUTS = ("schemes_plot", "schemes_status", "points")
 
 
 def mode_label(mode: str, trace: Any = None, short: bool = False) -> str:
@@ -47,7 +46,7 @@ def mode_label(mode: str, trace: Any = None, short: bool = False) -> str:
 def _text(mode: str, trace: Any, plain: Any) -> str:
     """One mode's text, differences from plain marked; VIA-SD's says which thresholds it used."""
     used = (f'<div class="viasd-note">{mode_label(mode, trace)} · modelled speed-up '
-            f'{summarize(trace)["modelled_speedup"]:.2f}×</div>')
+            f'{speed_text(summarize(trace)["modelled_speedup"])}</div>')
     return diff_html(trace, plain, f"viasd-compare-{mode}") + used
 
 
@@ -88,11 +87,9 @@ def _compare(settings: Settings, session: str, real_timing: bool):
         reference = traces["plain"].token_ids if config.greedy else None
         for trace in traces.values():
             attach_fidelity(bundle, trace, reference)
-    table = comparison_table(traces).round(3)
-    if not real_timing:  # replayed wall clock means nothing: do not show numbers that look measured
-        table = table.drop(columns=["tokens/s (measured)", "speed-up (measured)"])
-    table["mode"] = [mode_label(mode, traces[mode], short=True) for mode in table["mode"]]
-    table = table.rename(columns=COLUMNS)
+    # replayed wall clock means nothing: without real timing the measured columns are left out
+    table = tables.compare_table(traces, {mode: mode_label(mode, traces[mode], short=True) for mode in traces},
+                                 measured=real_timing)
     note = ("Timing: every pass ran for real, so tokens/s and measured speed-up are honest." if real_timing else
             "Timing: replayed from the memo, so the measured columns are NOT meaningful; modelled ones are.")
     texts = {mode: _text(mode, trace, traces["plain"]) for mode, trace in traces.items()}
@@ -108,12 +105,11 @@ def _grid(settings: Settings, session: str, values_text: str, progress: Any) -> 
     with PREFETCHER.foreground():
         grid = threshold_grid(bundle, settings.prompt, config, values, should_stop=should_stop,
                               on_progress=lambda done, total: progress(done / total, desc=f"pair {done}/{total}"))
-    grid = grid.round(4)
     stopped = " (stopped early)" if should_stop() else ""
-    return {"tradeoff_plot": charts.tradeoff_figure(grid, config.tau_accept, config.tau_slim), "grid_table": grid,
-            "grid": grid, "grid_status": f"**Grid done{stopped}:** {len(grid)} threshold pairs (the sliders' "
-                                         f"{config.tau_accept:g} / {config.tau_slim:g} included, starred). Speed-up "
-                                         "is modelled; agreement is measured."}
+    return {"tradeoff_plot": tradeoff_figure(grid, config.tau_accept, config.tau_slim),
+            "grid_table": tables.grid_table(grid), "grid": grid,
+            "grid_status": f"**Grid done{stopped}:** {len(grid)} threshold pairs (the sliders' {config.tau_accept:g} / "
+                           f"{config.tau_slim:g} included, starred). Speed-up is modelled; words differing measured."}
 
 
 @reports_errors("schemes_status")
@@ -127,7 +123,7 @@ def _schemes(settings: Settings, session: str, progress: Any) -> dict:
     points = scheme_points(rows) if len(rows) else None
     stopped = " (stopped early)" if should_stop() else ""
     measure = str(rows["difference_measure"].iloc[0]) if len(rows) else "words differing"
-    return {"schemes_plot": tradeoff_chart(points), "schemes_status":
+    return {"schemes_plot": tradeoff_chart(points), "points": points, "schemes_status":
             f"**Schemes done{stopped}:** {len(rows)} settings on this prompt. Speed-up is modelled (accelerator "
             f"cost model); x = {measure} from the full model's own output. Each scheme's exact setting is classic "
             "SD; the fronts show what each trades for speed."}
@@ -150,8 +146,8 @@ class CompareTab:
                 with gr.Column(min_width=280):
                     gr.Markdown(f"**{title}**: {EXPLAIN[mode]}")
                     texts[mode] = gr.HTML(elem_id=f"viasd-compare-{mode}-box")
-        table = gr.Dataframe(label="Side by side (measured columns say so; modelled = accelerator cost model)",
-                             interactive=False, wrap=True, elem_id="viasd-compare-table")
+        table = gr.Dataframe(tables.empty_compare_table(), label="Side by side (measured columns say so; modelled = "
+                             "accelerator cost model)", interactive=False, wrap=True, elem_id="viasd-compare-table")
         self.compare_out = {**texts, "table": table, "status": status}
         gr.Markdown("### Trade-off over threshold pairs\nRuns VIA-SD for every pair τ_slim ≤ τ_accept from "
                     "the values below (memo on, so only new prefixes cost time). The star is the current "
@@ -160,22 +156,29 @@ class CompareTab:
             self.grid_values = gr.Textbox(DEFAULT_GRID, label="Threshold values", scale=3)
             self.grid_btn = gr.Button("Run threshold grid", variant="primary", scale=1, elem_id="viasd-grid")
         grid_status = gr.Markdown("")
-        self.tradeoff_plot = gr.Plot(charts.tradeoff_figure(None, DEFAULT.tau_accept, DEFAULT.tau_slim),
-                                     label="Trade-off (camera icon: save as PNG)")
-        grid_table = gr.Dataframe(label="Grid", interactive=False)
+        self.tradeoff_plot = gr.Plot(tradeoff_figure(None, DEFAULT.tau_accept, DEFAULT.tau_slim),
+                                     label="Trade-off (camera icon: save as PNG)", elem_id="viasd-grid-plot")
+        grid_table = gr.Dataframe(tables.grid_table(None), label="Grid, fastest first", interactive=False, wrap=True,
+                                  elem_id="viasd-grid-table")
         gr.Markdown("### VIA-SD beside the other lossy schemes\nBiLD (fallback and rollback thresholds; Kim et al., "
                     "2023) and Speculative Cascades (Chow / Diff / OPT deferral; Narasimhan et al., 2025) run in the "
                     "same loop with the same drafter, over small grids of their own parameters (memo on).")
         with gr.Row():
             self.schemes_btn = gr.Button("Run VIA-SD, BiLD and cascades", variant="primary", elem_id="viasd-schemes")
             schemes_status = gr.Markdown("")
+        self.points_state = gr.State(None)
         self.schemes_out = {"schemes_plot": gr.Plot(tradeoff_chart(None), label="Pareto fronts per scheme",
                                                     elem_id="viasd-schemes-plot"),
-                            "schemes_status": schemes_status}
+                            "schemes_status": schemes_status, "points": self.points_state}
+        with gr.Row(equal_height=True):
+            self.budget = gr.Number(DEFAULT_BUDGET, label="Words-differing budget (%)", minimum=0, maximum=100,
+                                    step=1, scale=1, min_width=160, elem_id="viasd-budget")
+            self.advice = gr.Markdown(recommendation(None, None, DEFAULT_BUDGET), elem_id="viasd-recommend")
         self.grid_state = gr.State(None)
         self.grid_out = {"tradeoff_plot": self.tradeoff_plot, "grid_table": grid_table, "grid_status": grid_status,
                          "grid": self.grid_state}
         assert tuple(self.compare_out) == COMPARE_OUTPUTS and tuple(self.grid_out) == GRID_OUTPUTS
+        assert tuple(self.schemes_out) == SCHEME_OUTPUTS
 
     def compare(self, request: gr.Request = None, real_timing: bool = True, **values: Any):
         """Plain, classic SD and VIA-SD on the same prompt, each shown as it finishes."""
@@ -203,9 +206,13 @@ class CompareTab:
         self.button.click(self.compare, None, list(self.compare_out.values()),
                           inputs_kwargs={**widgets, "real_timing": self.real_timing}, api_name="compare",
                           show_progress="minimal", **MODEL)
+        advise = {"fn": recommendation, "inputs": [self.grid_state, self.points_state, self.budget],
+                  "outputs": self.advice, "api_visibility": "private", "show_progress": "hidden"}
         self.grid_btn.click(self.grid, None, list(self.grid_out.values()),
-                            inputs_kwargs={**widgets, "values_text": self.grid_values}, api_name="grid", **MODEL)
+                            inputs_kwargs={**widgets, "values_text": self.grid_values}, api_name="grid",
+                            **MODEL).then(**advise)
         self.schemes_btn.click(self.schemes, None, list(self.schemes_out.values()), inputs_kwargs=widgets,
-                               api_name="schemes", **MODEL)
+                               api_name="schemes", **MODEL).then(**advise)
+        self.budget.change(**advise)
         self.stop_btn.click(self.stop, None, self.compare_out["status"], api_visibility="private", queue=False)
 

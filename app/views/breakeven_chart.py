@@ -7,28 +7,41 @@ cost, beside the regime where the speculative decoding papers' pairs sit.
 
 from __future__ import annotations
 
+import math
+
 import plotly.graph_objects as go
 
+from app.views.chart_style import finish
 from core.analysis.breakeven import PUBLISHED, Regime, RunPoint, break_even_cost, expected_speedup
 
-FONT = {"size": 15}
-LEVELS = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0)
 MAX_COST = 1.2
+MIN_TOP = 3.0
+"""The colour scale reaches at least 3×, and further when the run (or a compared run) is faster."""
+
+
+def colour_top(points: list[RunPoint]) -> float:
+    """Top of the colour scale: a whole number at or above every point's speed-up, at least MIN_TOP, so the
+    scale always contains the run (an 8.65× run is never drawn on a scale that stops at 3)."""
+    fastest = max((p.speedup for p in points if math.isfinite(p.speedup)), default=0.0)
+    return float(max(MIN_TOP, math.ceil(fastest * 1.05)))
 
 
 def breakeven_figure(point: RunPoint | None, others: list[tuple[str, RunPoint]] | None = None, *,
                      gamma: float = 4, verify: float = 1.0, profile_label: str = "",
-                     regime: Regime = PUBLISHED, steps: int = 61) -> go.Figure:
-    """Iso-speed-up curves for (gamma, verify) — taken from `point` when given — with the run marked."""
+                     regime: Regime = PUBLISHED, steps: int = 61, run_speedup: float | None = None) -> go.Figure:
+    """Iso-speed-up curves for (gamma, verify) — taken from `point` when given — with the run marked.
+    `run_speedup`: the whole run's modelled speed-up (the card's), named beside the drafting rounds' formula."""
     if point is not None:
         gamma, verify = point.gamma, point.verify
     alphas = [i / (steps - 1) for i in range(steps)]
     costs = [MAX_COST * i / (steps - 1) for i in range(steps)]
     z = [[expected_speedup(a, c, gamma, verify) for a in alphas] for c in costs]
+    top = colour_top([point, *(p for _, p in others or [])] if point is not None else [p for _, p in others or []])
+    step = 0.25 if top <= 3 else 0.5 if top <= 6 else 1.0 if top <= 12 else 2.0
     fig = go.Figure(go.Contour(
-        x=alphas, y=costs, z=z, zmin=0.0, zmax=3.0, colorscale="RdBu", reversescale=False, zmid=1.0,
+        x=alphas, y=costs, z=z, zmin=0.0, zmax=top, colorscale="RdBu", reversescale=False, zmid=1.0,
         contours={"coloring": "heatmap", "showlabels": True, "labelfont": {"size": 13, "color": "#222222"},
-                  "start": LEVELS[0], "end": LEVELS[-1], "size": 0.25},
+                  "start": 0.25 if step < 1 else step, "end": top, "size": step},
         line={"width": 0.5, "color": "#555555"}, opacity=0.75, name="expected speed-up",
         colorbar={"title": {"text": "speed-up"}},
         hovertemplate="alpha %{x:.2f}, c %{y:.2f}: %{z:.2f}x<extra></extra>"))
@@ -43,22 +56,21 @@ def breakeven_figure(point: RunPoint | None, others: list[tuple[str, RunPoint]] 
     for label, other in others or []:
         fig.add_trace(_marker(other, label, "circle", "#CC79A7", 12))
     if point is not None:
-        fig.add_trace(_marker(point, "this run", "star", "#E69F00", 20))
-    fig.update_xaxes(range=[0, 1], title="acceptance alpha (share of drafts kept)", tickformat=".0%")
-    fig.update_yaxes(range=[0, MAX_COST], title="drafter cost c (full passes per draft token)")
-    title = f"Expected speed-up over plain: {gamma:.3g} drafts per round, verification {verify:.2f} passes per round"
-    if profile_label:
-        title += f"<br><sup>cost profile: {profile_label}</sup>"
-    fig.update_layout(title={"text": title},
-                      template="plotly_white", font=FONT, height=480, margin={"l": 70, "r": 20, "t": 80, "b": 60},
-                      legend={"orientation": "h", "y": -0.2})
-    return fig
+        fig.add_trace(_marker(point, "this run", "star", "#E69F00", 20, run_speedup))
+    fig.update_xaxes(range=[0, 1], title="α: judged drafts that passed", tickformat=".0%")
+    fig.update_yaxes(range=[0, MAX_COST], title="drafter cost c (full passes per draft)")
+    subtitle = f"γ {gamma:.3g} · checking {verify:.2f} passes per round"
+    return finish(fig, "When does drafting pay?", subtitle + (f" · {profile_label}" if profile_label else ""),
+                  height=480)
 
 
-def _marker(point: RunPoint, label: str, symbol: str, colour: str, size: int) -> go.Scatter:
+def _marker(point: RunPoint, label: str, symbol: str, colour: str, size: int,
+            run_speedup: float | None = None) -> go.Scatter:
+    whole = "" if run_speedup is None else f"<br>the whole run (the card): {run_speedup:.2f}× plain"
     return go.Scatter(
         x=[point.alpha], y=[min(point.cost, MAX_COST)], mode="markers+text", name=label, text=[label],
         textposition="top center", marker={"symbol": symbol, "size": size, "color": colour,
                                            "line": {"width": 1.5, "color": "#222222"}},
-        hovertemplate=(f"{label}<br>alpha {point.alpha:.2f}, c {point.cost:.2f}, {point.gamma:.1f} drafts/round, "
-                       f"v {point.verify:.2f}<br>expected {point.speedup:.2f}x<extra></extra>"))
+        hovertemplate=(f"{label}<br>α {point.alpha:.0%} of judged drafts passed, c {point.cost:.2f}, "
+                       f"{point.gamma:.1f} drafted per round, checking {point.verify:.2f}<br>"
+                       f"drafting rounds by the formula: {point.speedup:.2f}× plain{whole}<extra></extra>"))

@@ -9,110 +9,135 @@ from __future__ import annotations
 
 import html
 
-from app.views.render import OUTCOMES, audit_counts, audits_copies
+from app.views import words
+from app.views.numbers import Headline, headline, plural, speed_text
+from app.views.render import audit_counts, audits_copies
 from core.analysis.fidelity import numerics_split
+from core.decoding.tiers import Outcome
 from core.trace import Trace
 
 PARTIAL_STOPS = {"cancelled", "time-budget"}
 """Stop reasons that mean the run did not finish: its metrics describe a partial result."""
-
-
-def speed_text(speedup: float) -> str:
-    """A speed-up for people: 'unbounded' when no verifier ran at all (zero modelled cost)."""
-    return "∞ (no verifier ran)" if speedup == float("inf") else f"{speedup:.2f}×"
+__all__ = ["PARTIAL_STOPS", "audit_summary", "headline_html", "is_partial", "metrics_html", "speed_text"]
 
 
 def is_partial(trace: Trace | None) -> bool:
     return trace is not None and (bool(getattr(trace, "partial", False)) or trace.stop_reason in PARTIAL_STOPS)
 
 
-def _stat(kind: str, label: str, value: str, metric: str) -> str:
-    return (f'<div class="stat {kind}"><div class="label">{html.escape(label)}</div>'
+def _label(metric: str) -> str:
+    return html.escape(words.metric_label(metric))
+
+
+def _stat(kind: str, metric: str, value: str) -> str:
+    return (f'<div class="stat {kind}" title="{html.escape(words.meaning("metric", metric))}">'
+            f'<div class="label">{_label(metric)}</div>'
             f'<div class="value" data-metric="{metric}">{value}</div></div>')
 
 
 def _fidelity_stat(m: dict) -> str:
+    """Words differing leads; token agreement only stands in (labelled) when words were not measured."""
     if "words_differing" in m:
-        return _stat("fidelity", "words differing from full model", f'{m["words_differing"]:.0%}', "words_differing")
+        return _stat("fidelity", "words_differing", f'{m["words_differing"]:.0%}')
     if "full_agreement" in m:
-        return _stat("fidelity", "agreement with full model", f'{m["full_agreement"]:.0%}', "full_agreement")
-    return _stat("fidelity", "agreement with full model", "…", "full_agreement")
+        return _stat("fidelity", "full_agreement", f'{m["full_agreement"]:.0%}')
+    return _stat("fidelity", "words_differing", "…")
 
 
 def headline_html(metrics: dict, trace: Trace | None = None, progress: str = "") -> str:
-    """Three numbers beside the sliders: modelled speed-up, rejection rate, agreement (or words differing)."""
+    """Three numbers beside the sliders: modelled speed-up, drafts rejected, words differing."""
     if not metrics:
-        body = (_stat("modelled", "speed-up (modelled)", "—", "modelled_speedup")
-                + _stat("", "rejection rate", "—", "rejection_rate") + _fidelity_stat({}))
+        body = (_stat("modelled", "modelled_speedup", "—") + _stat("", "rejection_rate", "—") + _fidelity_stat({}))
     else:
-        body = (_stat("modelled", "speed-up (modelled)", speed_text(metrics["modelled_speedup"]), "modelled_speedup")
-                + _stat("", "rejection rate", f'{metrics["rejection_rate"]:.0%}', "rejection_rate")
-                + _fidelity_stat(metrics))
+        body = (_stat("modelled", "modelled_speedup", speed_text(metrics["modelled_speedup"]))
+                + _stat("", "rejection_rate", f'{metrics["rejection_rate"]:.0%}') + _fidelity_stat(metrics))
     if is_partial(trace):
         body += (f'<div class="partial" data-partial="1">⏸ Partial result: stopped after {len(trace.tokens)} '
-                 f'tokens ({html.escape(trace.stop_reason)}); numbers cover those tokens only.</div>')
-    elif progress:
-        body += f'<div class="partial">{html.escape(progress)}</div>'
+                 f'tokens ({html.escape(words.name("stop", trace.stop_reason))}); numbers cover those tokens only.'
+                 '</div>')
+    else:  # the row is always there (one line, empty until a run streams), so the sliders below never move
+        body += f'<div class="partial" title="{html.escape(progress)}">{html.escape(progress) or "&nbsp;"}</div>'
     return f'<div class="viasd-headline" id="viasd-headline">{body}</div>'
 
-def _row(name: str, value: str) -> str:
-    return f'<tr><td>{html.escape(name)}</td><td class="v">{value}</td></tr>'
+
+def _row(metric: str, value: str, label: str = "") -> str:
+    """A card row named by its metric's plain words (tooltip: its meaning); `label` overrides the name."""
+    tip = html.escape(words.meaning("metric", metric))
+    return f'<tr title="{tip}"><td>{html.escape(label) or _label(metric)}</td><td class="v">{value}</td></tr>'
 
 
-def metrics_html(metrics: dict, trace: Trace | None = None) -> str:
-    """Three cards that keep the kinds of numbers apart: modelled accelerator, measured CPU, fidelity."""
-    if not metrics:
-        return '<div class="viasd-cards" id="viasd-metrics"><div class="viasd-card">No run yet.</div></div>'
-    m = metrics
-    modelled = (
-        '<div class="viasd-card modelled"><h4>Modelled accelerator (cost model)</h4>'
-        f'<div class="big" data-metric="modelled_speedup">{speed_text(m["modelled_speedup"])} vs plain</div><table>'
-        + _row("cost (full-model passes)", f'{m["modelled_cost"]:.1f} for {m["tokens"]} tokens')
-        + _row("full-model calls / token", f'{m["full_calls_per_token"]:.2f}')
-        + _row("rejection rate", f'<span data-metric="rejection_rate">{m["rejection_rate"]:.1%}</span>')
-        + _row("mean accepted length", f'{m["mean_accepted_length"]:.2f}')
-        + _row("tokens / round", f'{m["tokens_per_round"]:.2f}')
-        + '</table><div class="note">What these routing decisions would cost on a GPU, where a pass costs '
-          'about the weights it reads. Not a measurement.</div></div>')
+def _modelled_card(m: dict, h: Headline) -> str:
+    rejected = (f'<span data-metric="rejection_rate">{m["rejection_rate"]:.0%}</span>'
+                f' ({h.rejected} of {h.drafted})' if h.drafted else
+                '<span data-metric="rejection_rate">0%</span> (nothing drafted)')
+    return ('<div class="viasd-card modelled"><h4>Modelled accelerator (cost model)</h4>'
+            f'<div class="big" data-metric="modelled_speedup">{speed_text(m["modelled_speedup"])} vs plain</div><table>'
+            + _row("modelled_cost", f'{m["modelled_cost"]:.1f} for {plural(h.tokens, "token")}')
+            + _row("full_calls_per_token", f'{m["full_calls_per_token"]:.2f}')
+            + _row("accepted", f'<span data-metric="accepted">{h.kept}</span> of {h.drafted}')
+            + _row("rejection_rate", rejected)
+            + _row("tokens_per_round", f'{m["tokens_per_round"]:.1f}')
+            + '</table><div class="note">What these decisions would cost on a GPU, where a pass costs about the '
+              'weights it reads. Not a measurement.</div></div>')
+
+
+def _measured_card(m: dict) -> str:
     if m.get("timing_complete"):
-        speed = f'<div class="big">{m["tokens_per_s"]:.1f} tokens/s</div>'
-        note = "Every forward pass ran for real on this CPU."
+        speed, note = f'<div class="big">{m["tokens_per_s"]:.1f} tokens/s</div>', "Every pass ran for real on this CPU."
     else:
         speed = '<div class="big">— tokens/s</div>'
         note = ("Replayed from the prediction memo, so the wall clock is NOT meaningful here. "
                 "Press “Re-run for real timing” for an honest measurement.")
-    measured = (
-        '<div class="viasd-card measured"><h4>Measured wall clock (this CPU)</h4>' + speed + '<table>'
-        + _row("wall time", f'{m["wall_s"]:.2f} s')
-        + _row("drafter / slim / full time",
-               f'{m["drafter_wall_s"]:.2f} / {m["slim_wall_s"]:.2f} / {m["full_wall_s"]:.2f} s')
-        + _row("timing complete", "yes" if m.get("timing_complete") else "no (replayed)")
-        + f'</table><div class="note">{note}</div></div>')
-    if "full_agreement" in m:
-        lead = (f'<div class="big">{m["words_differing"]:.0%} of words differ</div>' if "words_differing" in m
-                else f'<div class="big">{m["full_agreement"]:.1%} agreement</div>')
-        fid = (
-            '<div class="viasd-card fidelity"><h4>Fidelity to the full model</h4>' + lead + '<table>'
-            + (_row("token agreement", f'{m["full_agreement"]:.1%}') if "words_differing" in m else "")
-            + _row("identical to full model's output", "yes" if m["identical_to_full"] else "no")
-            + _row("common prefix", f'{m["common_prefix"]} tokens')
-            + _row("full-model NLL", f'{m["full_nll"]:.3f} nats/token')
-            + (_row("words differing, split", html.escape(split)) if (split := numerics_split(trace)) else "")
-            + '</table>' + _spans_html(trace) + _expectations_html(trace)
-            + '<div class="note">Agreement: share of tokens that are the full model\'s own top choice '
-              'given the text so far.</div></div>')
-    else:
-        pending = ("not measured: the run was stopped early" if is_partial(trace) else "measured when the run ends…")
-        fid = ('<div class="viasd-card fidelity"><h4>Fidelity to the full model</h4>'
-               f'<div class="note">{pending}</div></div>')
-    shares = "".join(
-        _row(OUTCOMES[o][1], f'{m.get(f"share_{o}", 0.0):.0%}') for o in OUTCOMES if m.get(f"share_{o}", 0.0) > 0)
-    routing = ('<div class="viasd-card"><h4>Who decided the tokens</h4><table>' + shares + _audit_rows(trace)
-               + _row("rounds", str(m["rounds"])) + _row("stop reason", html.escape(str(m["stop_reason"])))
-               + '</table></div>')
-    partial = ' data-partial="1"' if is_partial(trace) else ""
-    return f'<div class="viasd-cards" id="viasd-metrics"{partial}>{modelled}{measured}{fid}{routing}</div>'
+    return ('<div class="viasd-card measured"><h4>Measured wall clock (this CPU)</h4>' + speed + '<table>'
+            + _row("wall_s", f'{m["wall_s"]:.2f} s')
+            + _row("wall_s", f'{m["drafter_wall_s"]:.2f} / {m["slim_wall_s"]:.2f} / {m["full_wall_s"]:.2f} s',
+                   label="drafter / slim / full time")
+            + _row("timing_complete", "yes" if m.get("timing_complete") else "no (replayed)")
+            + f'</table><div class="note">{note}</div></div>')
 
+
+def _fidelity_card(m: dict, trace: Trace | None) -> str:
+    if "full_agreement" not in m:
+        pending = "not measured: the run was stopped early" if is_partial(trace) else "measured when the run ends…"
+        return ('<div class="viasd-card fidelity"><h4>Fidelity to the full model</h4>'
+                f'<div class="note">{pending}</div></div>')
+    lead = (f'<div class="big" data-metric="words_differing">{m["words_differing"]:.0%} of words differ</div>'
+            if "words_differing" in m else f'<div class="big">{m["full_agreement"]:.0%} token agreement</div>')
+    nll = words.name("unit", "nats/token")
+    return ('<div class="viasd-card fidelity"><h4>Fidelity to the full model</h4>' + lead + '<table>'
+            + (_row("full_agreement", f'{m["full_agreement"]:.0%}', label="token agreement (second measure)")
+               if "words_differing" in m else "")
+            + _row("identical_to_full", "yes" if m["identical_to_full"] else "no")
+            + _row("common_prefix", plural(int(m["common_prefix"]), "token"))
+            + _row("full_nll", f'{m["full_nll"]:.2f} {html.escape(nll)}')
+            + (_row("words_differing", html.escape(split), label="words differing, split")
+               if (split := numerics_split(trace)) else "")
+            + '</table>' + _spans_html(trace) + _expectations_html(trace)
+            + '<div class="note">Words differing: words inserted, deleted or changed against the full model\'s own '
+              'answer. Token agreement: share of tokens that are the full model\'s own top choice.</div></div>')
+
+
+def _routing_card(m: dict, h: Headline, trace: Trace | None) -> str:
+    shares = "".join(
+        _row(f"share_{o.value}", f'{m.get(f"share_{o.value}", 0.0):.0%}', label=words.name("outcome", o))
+        for o in Outcome if m.get(f"share_{o.value}", 0.0) > 0)
+    stop = str(m["stop_reason"])
+    return ('<div class="viasd-card"><h4>Who decided the tokens</h4><table>' + shares + _audit_rows(h)
+            + _row("rounds", f'<span data-metric="rounds">{h.rounds}</span>')
+            + f'<tr title="{html.escape(words.meaning("stop", stop))} [{html.escape(stop)}]"><td>'
+              f'{_label("stop_reason")}</td><td class="v">{html.escape(words.name("stop", stop))}</td></tr>'
+            + '</table></div>')
+
+
+def metrics_html(metrics: dict, trace: Trace | None = None) -> str:
+    """Four cards that keep the kinds of numbers apart: modelled accelerator, measured CPU, fidelity, who decided.
+    Every count comes from `app.views.numbers.headline` (core.analysis.metrics' definitions)."""
+    if not metrics:
+        return '<div class="viasd-cards" id="viasd-metrics"><div class="viasd-card">No run yet.</div></div>'
+    h = headline(trace, metrics)
+    partial = ' data-partial="1"' if is_partial(trace) else ""
+    return (f'<div class="viasd-cards" id="viasd-metrics"{partial}>{_modelled_card(metrics, h)}'
+            f'{_measured_card(metrics)}{_fidelity_card(metrics, trace)}{_routing_card(metrics, h, trace)}</div>')
 
 
 def audit_summary(trace: Trace | None) -> dict[str, int] | None:
@@ -124,13 +149,15 @@ def audit_summary(trace: Trace | None) -> dict[str, int] | None:
     return {"trusted": trusted, "cut": cut, "rounds": refusals}
 
 
-def _audit_rows(trace: Trace | None) -> str:
-    audit = audit_summary(trace)
-    if audit is None:
+def _audit_rows(h: Headline) -> str:
+    c = h.copies
+    if c is None:
         return ""
-    cut = (f'<span data-metric="rolled_back">{audit["cut"]}</span> token{"s" * (audit["cut"] != 1)} '
-           f'({audit["rounds"]} refusal{"s" * (audit["rounds"] != 1)})')
-    return _row("copies kept on trust, then audited", str(audit["trusted"])) + _row("cut by the audit", cut)
+    cut = (f'<span data-metric="rolled_back">{c.cut}</span> {"token" if c.cut == 1 else "tokens"} '
+           f'({plural(c.refusals, "refusal")})')
+    return (_row("rolled_back", f'<span data-metric="trusted">{c.trusted}</span>', label="copies kept on trust")
+            + _row("rolled_back", str(c.standing), label="… still in the answer")
+            + _row("rolled_back", cut))
 
 
 def _spans_html(trace: Trace | None, limit: int = 6) -> str:

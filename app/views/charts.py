@@ -1,4 +1,4 @@
-"""Plotly figures of a trace: confidences against the thresholds, per-round cost timeline, trade-off grid.
+"""Plotly figures of a trace: confidences against the thresholds and the per-round cost timeline.
 
 Figures only read traces and tables; they never run a model. Every figure can be saved as a PNG
 from plotly's modebar (camera icon).
@@ -8,26 +8,26 @@ from __future__ import annotations
 
 import math
 
-import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from app.views import words
+from app.views.chart_style import finish
+from app.views.grid_chart import tradeoff_figure
 from app.views.render import OUTCOMES, shown_round
 from core.analysis.metrics import summarize
 from core.decoding.tiers import Outcome
 from core.trace import Trace
 
-FONT = {"size": 15}
 ROLE_COLOURS = {"drafter": "#009E73", "slim": "#56B4E9", "full": "#E69F00"}
+__all__ = ["ROLE_COLOURS", "confidence_figure", "timeline_figure", "tradeoff_figure"]  # tradeoff: app.tabs.generate
 OUTCOME_SYMBOLS = {Outcome.DIRECT_ACCEPT: "circle", Outcome.SLIM_ACCEPT: "square", Outcome.SLIM_REGENERATE: "square-x",
                    Outcome.FULL_ACCEPT: "diamond", Outcome.FULL_CORRECT: "x", Outcome.FULL_BONUS: "star",
                    Outcome.PLAIN: "circle-open"}
 
 
-def _layout(fig: go.Figure, title: str, height: int = 420) -> go.Figure:
-    fig.update_layout(title={"text": title}, template="plotly_white", font=FONT, height=height,
-                      margin={"l": 60, "r": 20, "t": 70, "b": 50}, legend={"orientation": "h", "y": -0.18})
-    return fig
+def _layout(fig: go.Figure, title: str, height: int = 420, subtitle: str = "") -> go.Figure:
+    return finish(fig, title, subtitle, height)
 
 
 def _jitter(i: int) -> float:
@@ -40,7 +40,8 @@ def confidence_figure(trace: Trace | None, tau_accept: float, tau_slim: float) -
     fig = go.Figure()
     rows = {"drafter": 1.0, "slim verifier": 0.0}
     if trace is not None:
-        for outcome, (colour, label, _) in OUTCOMES.items():
+        for outcome, (colour, _, _) in OUTCOMES.items():
+            label = words.name("outcome", outcome)
             for row, attr in (("drafter", "draft_confidence"), ("slim verifier", "slim_confidence")):
                 pts = [t for t in trace.tokens if t.outcome == outcome and getattr(t, attr) is not None]
                 if not pts:
@@ -72,7 +73,8 @@ def timeline_figure(trace: Trace | None) -> go.Figure:
         df = trace.rounds_dataframe()
         df["round"] = df["round"].map(shown_round)  # on screen rounds count from 1 (the CSV keeps 0-based)
         for role, colour in ROLE_COLOURS.items():
-            fig.add_trace(go.Bar(x=df["round"], y=df[f"{role}_cost_units"], name=f"{role} cost (modelled)",
+            fig.add_trace(go.Bar(x=df["round"], y=df[f"{role}_cost_units"],
+                                 name=f"{words.name('role', role)} cost (modelled)",
                                  marker_color=colour,
                                  customdata=df[[f"{role}_calls", "models_run", "accepted", "emitted"]],
                                  hovertemplate=("round %{x}: %{y:.2f} units, %{customdata[0]} call(s)<br>"
@@ -82,7 +84,7 @@ def timeline_figure(trace: Trace | None) -> go.Figure:
         replayed = not summarize(trace)["timing_complete"]  # the one definition, in core.analysis.metrics
         fig.add_trace(go.Scatter(x=df["round"], y=df["wall_s"] * 1000, mode="lines+markers",
                                  name="wall time, ms (measured)" + (" — replayed, not meaningful" if replayed else ""),
-                                 line={"color": "#000000", "dash": "dot" if replayed else "solid"}),
+                                 line={"color": "#7a7a7a", "dash": "dot" if replayed else "solid"}),
                       secondary_y=True)
         fig.add_hline(y=1.0, line_dash="dot", line_color="#999999", annotation_text="1 plain token",
                       annotation_position="top left", secondary_y=False)
@@ -93,49 +95,4 @@ def timeline_figure(trace: Trace | None) -> go.Figure:
     fig.update_xaxes(title="round")
     fig.update_yaxes(title="cost units (full passes, modelled)", secondary_y=False)
     fig.update_yaxes(title="wall ms (measured)", secondary_y=True, showgrid=False)
-    return _layout(fig, "Per round: models run, cost, time")
-
-
-def _grouped(grid: pd.DataFrame, x: str) -> pd.DataFrame:
-    """One row per distinct (x, speed-up) point, with every threshold pair that landed on it."""
-    labels = [f"τa={a:g}, τs={s:g}" for a, s in zip(grid["tau_accept"], grid["tau_slim"], strict=True)]
-    keyed = grid.assign(_x=grid[x].round(4), _y=grid["modelled_speedup"].round(4), _label=labels)
-    return keyed.groupby(["_x", "_y"], as_index=False).agg(
-        pairs=("_label", list), count=("_label", "size"), tau_accept=("tau_accept", "max"))
-
-
-def tradeoff_figure(grid: pd.DataFrame | None, tau_accept: float, tau_slim: float) -> go.Figure:
-    """Modelled speed-up against fidelity and against rejection rate over a threshold grid.
-
-    Pairs that give identical results share one marker, drawn larger with its count ("×3") beside
-    it and every pair in its hover text; the sliders' pair is starred.
-    """
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("speed-up vs full-model agreement",
-                                                        "speed-up vs rejection rate"))
-    if grid is not None and not grid.empty:
-        current = ((grid["tau_accept"] - tau_accept).abs() < 1e-6) & ((grid["tau_slim"] - tau_slim).abs() < 1e-6)
-        for col, x in ((1, "full_agreement"), (2, "rejection_rate")):
-            points = _grouped(grid, x)
-            fig.add_trace(go.Scatter(
-                x=points["_x"], y=points["_y"], mode="markers+text", name="threshold pair",
-                text=[f"×{n}" if n > 1 else "" for n in points["count"]], textposition="middle right",
-                customdata=["<br>".join(p) for p in points["pairs"]], showlegend=col == 1,
-                marker={"size": [12 + 4 * min(n - 1, 5) for n in points["count"]], "color": points["tau_accept"],
-                        "colorscale": "Viridis", "line": {"width": 1, "color": "#333333"},
-                        "showscale": col == 2, "colorbar": {"title": "τ_accept"}},
-                hovertemplate="%{customdata}<br>speed-up %{y:.2f}×<br>" + x + " %{x:.3f}<extra></extra>"),
-                row=1, col=col)
-            if current.any():
-                fig.add_trace(go.Scatter(
-                    x=grid.loc[current, x], y=grid.loc[current, "modelled_speedup"], mode="markers",
-                    name="current sliders", showlegend=col == 1,
-                    marker={"size": 24, "symbol": "star", "color": "#D55E00", "line": {"width": 2, "color": "#000"}}),
-                    row=1, col=col)
-        fig.update_xaxes(title="full-model agreement", row=1, col=1)
-        fig.update_xaxes(title="rejection rate", row=1, col=2)
-    else:
-        fig.add_annotation(x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
-                           text="press “Run threshold grid” to fill this chart")
-    fig.update_yaxes(title="speed-up (modelled accelerator)", row=1, col=1)
-    return _layout(fig, "Threshold trade-off (speed-up modelled, fidelity measured; ×n = n pairs, same result)",
-                   height=460)
+    return _layout(fig, "Per round: models run, cost, time", subtitle="cost modelled (bars), wall time measured (line)")

@@ -12,15 +12,17 @@ import logging
 from typing import Any
 
 from app.views.breakeven_chart import breakeven_figure
+from app.views.numbers import Headline, copies_sentence, drafts_sentence, headline, plural, speed_text
 from app.views.reliability_chart import (
     confidence_histogram_figure,
     predicted_tier_shares,
     prediction_text,
     reliability_figure,
 )
-from app.views.render import FINISHED, audit_counts, audits_copies
+from app.views.render import FINISHED, audits_copies
 from core.analysis import reliability
-from core.analysis.breakeven import explain_run
+from core.analysis.breakeven import RunPoint, break_even_alpha, explain_run
+from core.analysis.metrics import summarize
 from core.analysis.reliability import ReliabilityData
 from core.config import DecodeConfig
 from core.models.loading import ModelBundle
@@ -46,10 +48,10 @@ def insight_updates(bundle: ModelBundle, trace: Trace, config: DecodeConfig, dat
                     ) -> dict[str, Any]:
     """The panel's outputs for a finished trace."""
     explanation = explain_run(bundle, trace, PROFILE)
-    why = f"**Why this speed:** {explanation.sentence}" + audit_sentence(trace)
     return {
-        "why": why,
-        "breakeven_plot": breakeven_figure(explanation.point, profile_label=explanation.profile_label),
+        "why": f"**Why this speed:** {why_sentence(trace, explanation.point, explanation.profile_label)}",
+        "breakeven_plot": breakeven_figure(explanation.point, profile_label=explanation.profile_label,
+                                           run_speedup=summarize(trace)["modelled_speedup"]),
         "conf_plot": confidence_histogram_figure(data, config.tau_accept, config.tau_slim, config.draft_signal,
                                                  config.slim_signal),
         "reliability_plot": reliability_figure(data, config.draft_signal, config.slim_signal),
@@ -59,25 +61,57 @@ def insight_updates(bundle: ModelBundle, trace: Trace, config: DecodeConfig, dat
     }
 
 
-def audit_sentence(trace: Trace) -> str:
-    """What the audit did in this run (copy_evidence "audit"), read from the trace; "" for other runs."""
+def why_sentence(trace: Trace, point: RunPoint | None, profile_label: str = "") -> str:
+    """What made the run fast or slow, in the cards' numbers (app.views.numbers), then the break-even margin.
+
+    The speed-up is the card's (the whole run, prefill included); the break-even model's acceptance α counts
+    only drafts a verifier judged, so it is named as that, beside the card's share of drafts rejected."""
+    m = summarize(trace)
+    h = headline(trace, m)
+    if trace.config.get("mode") == "plain" or not trace.rounds:
+        return "Plain decoding: one full pass per token, the baseline every speed-up is measured against."
+    parts = [f"Modelled speed-up {speed_text(h.speedup)} over plain.", drafts_sentence(h)]
+    if point is not None:
+        parts.append(_margin(point, h, profile_label))
+    direct = round(float(m.get("share_direct-accepted", 0.0)) * h.tokens)
+    if direct and h.kept:
+        parts.append(f"Tier 1 kept {direct} of the {h.kept} kept drafts with no verifier.")
+    parts.append(audit_sentence(trace, h))
+    return " ".join(p for p in parts if p)
+
+
+def _margin(point: RunPoint, h: Headline, profile_label: str) -> str:
+    """Cost per draft and per check, α (judged drafts that passed) and how far α may fall before plain wins."""
+    judged = point.kept + point.refused
+    text = (f"Drafting cost {point.cost:.2f} of a full pass per drafted token and checking {point.verify:.2f} "
+            f"passes per round ({point.gamma:.1f} drafted per round, γ {point.configured_gamma}"
+            + (f"; {profile_label}" if profile_label else "") + ").")
+    if judged < h.drafted:
+        text += (f" Of the drafts a verifier judged or kept, {point.alpha:.0%} passed (α, the break-even chart's "
+                 f"x-axis); the other {plural(h.drafted - judged, 'rejected draft')} came after a refusal and "
+                 "were never judged.")
+    needed = break_even_alpha(point.cost, point.gamma, point.verify)
+    if point.speedup >= 1.0:
+        if needed is None or needed < 0.005:
+            return text + " With drafts this cheap and this little checking, a drafting round cannot fall behind plain."
+        return text + f" Drafting rounds stay ahead of plain while α stays above {needed:.0%}."
+    if needed is None:
+        return text + " At this drafting cost no acceptance breaks even: a cheaper drafter is needed."
+    return text + f" Drafting rounds fall behind plain here; breaking even needs α of at least {needed:.0%}."
+
+
+def audit_sentence(trace: Trace, h: Headline | None = None) -> str:
+    """What the audit did in this run (copy_evidence "audit"), in the card's numbers; "" for other runs."""
     if not audits_copies(trace):
         return ""
-    trusted, cut, refusals = audit_counts(trace)
-    if trusted or cut:
-        text = (f" {trusted + cut} cop{'ies were' if trusted + cut != 1 else 'y was'} kept on trust and audited by "
-                "full-model passes that had to process them anyway, many copies per pass")
-        text += (f"; the audit refused {refusals} and cut {cut} token{'s' * (cut != 1)} (drafted for nothing)"
-                 if cut else "; it refused none")
-    else:
-        text = " No copy passed τ_accept, so the full model checked every copy before it was kept (nothing to audit)"
+    text = copies_sentence(h or headline(trace))
     identical = getattr(trace.fidelity, "identical", None)
     if identical is not None:
-        return text + (". The output is identical to the full model's own (measured)." if identical else
-                       ". The output differs from the full model's own (measured; see the fidelity card).")
+        return text + (" The output is identical to the full model's own (measured)." if identical else
+                       " The output differs from the full model's own (measured; see the fidelity card).")
     if trace.config.get("temperature", 0.0) == 0.0 and trace.stop_reason in FINISHED:
-        return text + ", so the output equals the full model's."
-    return text + "."
+        return text + " So the output equals the full model's."
+    return text
 
 
 def prediction_markdown(data: ReliabilityData | None, tau_accept: float, tau_slim: float,

@@ -12,7 +12,9 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.views.charts import FONT, ROLE_COLOURS
+from app.views import words
+from app.views.chart_style import finish
+from app.views.charts import ROLE_COLOURS
 from core.analysis.reliability import (
     PREDICTED_LABEL,
     ModelSignals,
@@ -22,17 +24,17 @@ from core.analysis.reliability import (
     predict_tiers,
     reliability_bins,
 )
+from core.decoding.tiers import Tier
 
 AGREE_COLOURS = {True: "#009E73", False: "#D55E00"}  # Okabe-Ito green / vermillion
 TIER_COLOURS = {1: "#009E73", 2: "#56B4E9", 3: "#E69F00"}
-TIER_LABELS = {1: "tier 1: direct accept", 2: "tier 2: slim verifier", 3: "tier 3: full verifier"}
+TIER_LABELS = {tier.value: words.name("tier", tier) for tier in Tier}
 ROLES = {"drafter": "drafter (tier 1)", "slim": "slim verifier (tier 2)"}
 
 
-def _layout(fig: go.Figure, title: str, height: int = 420) -> go.Figure:
-    fig.update_layout(title={"text": title}, template="plotly_white", font=FONT, height=height,
-                      margin={"l": 60, "r": 20, "t": 70, "b": 50}, legend={"orientation": "h", "y": -0.2})
-    return fig
+def _layout(fig: go.Figure, title: str, height: int = 420, note: str = "") -> go.Figure:
+    """The house layout; every view here is predicted, so its second line says so."""
+    return finish(fig, title, PREDICTED_LABEL + (f"; {note}" if note else ""), height)
 
 
 def _signals(data: ReliabilityData, role: str) -> ModelSignals:
@@ -67,7 +69,7 @@ def reliability_figure(data: ReliabilityData | None, draft_signal: str = "prob",
                               "agreement with full %{y:.2f}<extra></extra>"))
     fig.update_xaxes(range=[0, 1], title="confidence (bin centre)")
     fig.update_yaxes(range=[-0.02, 1.02], title="agreement with the full model")
-    return _layout(fig, f"Reliability ({PREDICTED_LABEL}); marker size = tokens in the bin")
+    return _layout(fig, "Is each confidence right?", note="size = tokens")
 
 
 def coverage_precision_figure(data: ReliabilityData | None, tau_accept: float, tau_slim: float,
@@ -91,7 +93,7 @@ def coverage_precision_figure(data: ReliabilityData | None, tau_accept: float, t
                       annotation_text=f"τ = {tau:.2f}", annotation_position="top")
     fig.update_xaxes(range=[0, 1], title="threshold τ")
     fig.update_yaxes(range=[-0.02, 1.05])
-    return _layout(fig, f"Coverage and precision against τ ({PREDICTED_LABEL})")
+    return _layout(fig, "Coverage and precision against τ")
 
 
 def confidence_histogram_figure(data: ReliabilityData | None, tau_accept: float, tau_slim: float,
@@ -116,7 +118,7 @@ def confidence_histogram_figure(data: ReliabilityData | None, tau_accept: float,
     fig.update_layout(barmode="stack")
     fig.update_xaxes(range=[0, 1.0], title_text="confidence", row=2, col=1)
     fig.update_yaxes(title_text="tokens")
-    return _layout(fig, f"Confidence, split by agreement ({PREDICTED_LABEL})", height=520)
+    return _layout(fig, "Confidence, split by agreement", height=520)
 
 
 def predicted_tier_shares(data: ReliabilityData | None, tau_accept: float, tau_slim: float,
@@ -142,7 +144,7 @@ def tier_shares_figure(prediction: TierPrediction | None, measured: dict[int, fl
                              hovertemplate="%{x:.1%} of tokens<extra>" + TIER_LABELS[tier] + "</extra>"))
     fig.update_layout(barmode="stack")
     fig.update_xaxes(range=[0, 1], tickformat=".0%", title="share of tokens")
-    return _layout(fig, f"Tokens per tier: predicted ({PREDICTED_LABEL}) vs measured", height=280)
+    return _layout(fig, "Tokens per tier: predicted vs measured", height=280)
 
 
 def prediction_text(prediction: TierPrediction | None) -> str:

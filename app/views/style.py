@@ -1,10 +1,18 @@
 """The app's CSS: readable in light and dark mode (WCAG AA, 4.5:1) and laid out as a cockpit.
 
+Also here, so the cockpit never jumps: toasts (warnings) appear at the bottom right and at most two
+at a time, never over the headline cards; the headline keeps a fixed one-line row for its progress
+line, so a streaming status never pushes the sliders down; a help text under a slider's label takes
+the label's whole row before the number box shares it, so it never wraps one word per line; and the
+charts repaint in dark mode with the dark plotly template's colours (app.views.chart_style).
+
 Colours come from a few variables set for light mode and again under `.dark`, the class Gradio puts
 on <body> both for `?__theme=dark` and when the browser prefers a dark scheme. Token colours are
 tints (25 % alpha) of the Okabe-Ito palette over the page background, so the text colour carries
 the contrast in both schemes, and every colour is paired with an underline style (the second cue).
 """
+
+from app.views.chart_style import dark_css
 
 CSS = """
 :root {--viasd-fg: #111111; --viasd-bg: #ffffff; --viasd-muted: #474747; --viasd-border: #c4c4c4;
@@ -51,7 +59,8 @@ CSS = """
 .viasd-headline .stat.fidelity {border-color: #009E73;}
 .viasd-headline .label {font-size: 0.85rem; color: var(--viasd-muted);}
 .viasd-headline .value {font-size: 1.45rem; font-weight: 700; font-variant-numeric: tabular-nums;}
-.viasd-headline .partial {grid-column: 1 / -1; font-weight: 700;}
+.viasd-headline .partial {grid-column: 1 / -1; font-weight: 700; height: 1.5rem; line-height: 1.5rem;
+  white-space: nowrap; overflow: hidden; text-overflow: ellipsis;}
 .viasd-cards {display: grid; grid-template-columns: repeat(auto-fit, minmax(15rem, 1fr)); gap: 0.8rem;}
 .viasd-card {border-radius: 8px; padding: 0.6rem 0.9rem; border: 2px solid var(--viasd-border);
   background: var(--viasd-bg); font-size: 1.05rem;}
@@ -72,4 +81,11 @@ button[role=tab].selected {color: #1d4ed8;}
 #viasd-status {font-size: 1.0rem; min-height: 1.6rem;}
 #viasd-status p {margin: 0;}
 #viasd-compare-table table {font-size: 0.9rem;}
-"""
+#viasd-compare-table th, #viasd-grid-table th, #viasd-compare-table th *, #viasd-grid-table th * {
+  word-break: normal !important; overflow-wrap: normal !important; hyphens: none;}
+.toast-wrap {top: auto !important; bottom: var(--size-4, 1rem) !important;}
+.toast-wrap > :nth-last-child(n+3) {display: none !important;}
+.head:has(> label .info-text) {flex-wrap: wrap; row-gap: 0.2rem;}
+.head:has(> label .info-text) > label {flex: 1 1 11rem; min-width: min(11rem, 100%);}
+.info-text {word-break: normal; overflow-wrap: normal;}
+""" + dark_css()

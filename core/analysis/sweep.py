@@ -86,7 +86,7 @@ def threshold_grid(bundle: ModelBundle, prompt: str, config: DecodeConfig, value
         trace = generate(bundle, prompt, config.with_(mode="via", tau_accept=tau_accept, tau_slim=tau_slim))
         attach_fidelity(bundle, trace, reference)
         m = summarize(trace)
-        rows.append({"tau_accept": tau_accept, "tau_slim": tau_slim, **{
+        rows.append({"tau_accept": tau_accept, "tau_slim": tau_slim, "words_differing": words_differing(m)[0], **{
             k: m[k] for k in ("modelled_speedup", "rejection_rate", "full_calls_per_token", "full_agreement",
                               "full_nll", "common_prefix", "identical_to_full", "tokens")}})
         if on_progress is not None:

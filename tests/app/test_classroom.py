@@ -12,6 +12,7 @@ import pytest
 
 from app import gpu, share
 from app.settings import Settings
+from app.views import captions, walkthroughs
 from app.views import round_replay as classroom
 from app.views.render import token_title
 from core.decoding.tiers import Outcome, Reason
@@ -42,7 +43,7 @@ def _trace(mode: str = "sd") -> Trace:
 
 def test_a_free_verdict_caption_reads_the_recorded_reason_not_the_confidence() -> None:
     t = _token(Reason.FREE_VERDICT, Outcome.FULL_ACCEPT, draft=0.95)
-    sentence = classroom.explain_token(t, " sky", mode="via")
+    sentence = captions.explain_token(t, " sky", mode="via")
     assert "already run" in sentence and "free" in sentence
     assert "0.95" not in sentence and "only" not in sentence and "below" not in sentence
 
@@ -51,22 +52,22 @@ def test_a_free_verdict_caption_reads_the_recorded_reason_not_the_confidence() -
 def test_every_recorded_reason_has_its_own_caption_and_table_label(reason: Reason) -> None:
     outcome = {Reason.DRAFT_CONFIDENT: Outcome.DIRECT_ACCEPT, Reason.SLIM_CONFIDENT: Outcome.SLIM_ACCEPT,
                Reason.BONUS: Outcome.FULL_BONUS, Reason.NO_DRAFT: Outcome.PLAIN}.get(reason, Outcome.FULL_ACCEPT)
-    sentence = classroom.explain_token(_token(reason, outcome), " sky")
+    sentence = captions.explain_token(_token(reason, outcome), " sky")
     assert "reason “" not in sentence, "fell through to the generic sentence"
-    assert reason in classroom.WHY
+    assert reason in captions.WHY
 
 
 def test_captions_say_what_the_verifier_rule_recorded() -> None:
     corrected = _token(Reason.NOT_CONFIDENT, Outcome.FULL_CORRECT, verdict="argmax differs", draft=0.3, slim=0.2)
-    sentence = classroom.explain_token(corrected, " sea")
-    assert "rejected “ sea”" in sentence and "wrote “ sky”" in sentence and "top choice is a different" in sentence
+    sentence = captions.explain_token(corrected, " sea")
+    assert "rejected “sea”" in sentence and "wrote “sky”" in sentence and "top choice is a different" in sentence
     odd = _token(Reason.SLIM_CONFIDENT, Outcome.SLIM_ACCEPT, tier=2, verdict="typical: p >= 0.3", slim=0.9)
-    assert "“typical: p >= 0.3”" in classroom.explain_token(odd, " sky")  # unknown verdicts are quoted, not guessed
+    assert "“typical: p >= 0.3”" in captions.explain_token(odd, " sky")  # unknown verdicts are quoted, not guessed
 
 
 def test_classic_sd_caption_says_every_guess_goes_to_the_full_model() -> None:
     t = _token(Reason.NOT_CONFIDENT, Outcome.FULL_ACCEPT)
-    assert "Classic speculative decoding" in classroom.explain_token(t, " sky", mode="sd")
+    assert "Classic speculative decoding" in captions.explain_token(t, " sky", mode="sd")
 
 
 def test_round_view_numbers_rounds_from_one_and_marks_each_reason() -> None:
@@ -183,13 +184,13 @@ def test_the_round_that_cut_shows_the_cut_tokens_struck_through_and_says_why() -
     trace = _audit_trace()
     table, caption = classroom.round_view(trace, 1, lambda i: f"<{i}>")
     assert "data-cut-in='2'" in table and "cut by this round's audit" in table and 'class="tok cut"' in table
-    assert "refused “ iz”" in caption and "2 tokens, struck through" in caption and "“ is”" in caption
-    assert "cut 2 token(s)" in caption
+    assert "refused “iz”" in caption and "2 tokens, struck through" in caption and "“is”" in caption
+    assert "cut 2 tokens from the text" in caption
     shown = classroom.visible_trace(trace, 1, show_future=False)
     page = render.tokens_html(shown, current_round=1, cut=shown.rolled_back)
     assert page.count('data-cut="1"') == 2
     _, first = classroom.round_view(trace, 0, lambda i: f"<{i}>")
-    assert "kept on trust" in first and "audits it" in first
+    assert "kept on trust" in first and "audits them" in first and "data-tokens='3'" in first
 
 
 def test_copies_kept_on_trust_read_audited_or_pending() -> None:
@@ -207,7 +208,8 @@ def test_copies_kept_on_trust_read_audited_or_pending() -> None:
     assert "cut by the audit" not in render.legend_html(_trace())  # runs without the audit keep the old legend
     assert 'data-metric="rolled_back">2<' in cards.metrics_html(summarize(finished), finished)
     sentence = audit_sentence(finished)
-    assert "refused 1 and cut 2 tokens" in sentence and "equals the full model's" in sentence
+    assert "4 copied tokens were kept on trust" in sentence and "refused 1 copy and cut 2 tokens" in sentence
+    assert "so 2 stand" in sentence and "equals the full model's" in sentence
     assert audit_sentence(_trace()) == ""
 
 
@@ -216,12 +218,13 @@ def test_walkthrough_three_fixes_with_the_audit_read_from_the_preset() -> None:
     from examples import load_walkthroughs
 
     walk = next(w for w in load_walkthroughs() if w.get("fixed_config"))
-    assert classroom.walkthrough_config(walk).copy_evidence == "statistic"
-    fixed = classroom.walkthrough_config(walk, fixed=True)
+    assert walkthroughs.walkthrough_config(walk).copy_evidence == "statistic"
+    fixed = walkthroughs.walkthrough_config(walk, fixed=True)
     assert fixed == LOOKUP_PRESET and fixed.copy_evidence == "audit"
     assert all("verifier (fixed_config)" not in p for p in walk["talking_points"])
-    assert classroom.walkthrough_config({"config": {"preset": "lookup", "gamma": 4}}).gamma == 4
+    assert walkthroughs.walkthrough_config({"config": {"preset": "lookup", "gamma": 4}}).gamma == 4
     with pytest.raises(ConfigError, match="unknown preset"):
-        classroom.walkthrough_config({"config": {"preset": "fast"}})
-    notes = classroom.fix_notes(walk, _trace(), _audit_trace())
-    assert "Measured on these two runs" in notes and "of which the audit cut 2" in notes and "round(s) 2" in notes
+        walkthroughs.walkthrough_config({"config": {"preset": "fast"}})
+    after = _audit_trace()
+    notes = walkthroughs.fix_notes(walk, _trace(), after, list(classroom.cuts_by_round(after)))
+    assert "Measured on these two runs" in notes and "of which the audit cut 2" in notes and "in round 2 " in notes

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 from app_fixtures import app_url_fixture, browser_fixture  # noqa: F401  (fixtures)
 from test_app_browser import ARTIFACTS
+
+from examples import load_walkthroughs
 
 pytestmark = [pytest.mark.embedded, pytest.mark.browser]
 PROJECTOR = {"width": 1024, "height": 768}
@@ -27,7 +30,7 @@ def test_projector_layout_hidden_future_and_a_free_verdict_caption(browser, app_
     ARTIFACTS.mkdir(exist_ok=True)
     page = _open(browser, app_url, PROJECTOR)
     page.get_by_role("tab", name=re.compile("Classroom")).click()
-    page.get_by_label("Presenter mode (big type)").check()
+    page.get_by_label("Presenter mode").check()
     page.wait_for_function("() => document.body.classList.contains('viasd-presenter')")
     page.locator("#viasd-walk-pick input").click()
     page.get_by_role("option", name=re.compile("Classic speculative decoding")).click()
@@ -41,7 +44,7 @@ def test_projector_layout_hidden_future_and_a_free_verdict_caption(browser, app_
         assert box and box["y"] >= 0 and box["y"] + box["height"] <= PROJECTOR["height"], (selector, box)
     assert page.locator("#viasd-class-tokens").bounding_box()["y"] < PROJECTOR["height"] - 60
     size = page.evaluate("() => parseFloat(getComputedStyle(document.querySelector('.viasd-caption')).fontSize)")
-    assert size >= 24, f"caption is {size}px in presenter mode"
+    assert size >= 22, f"caption is {size}px in presenter mode"
     page.screenshot(path=str(ARTIFACTS / "05_classroom_projector.png"))
 
     # later rounds are hidden until reached
@@ -61,9 +64,9 @@ def test_projector_layout_hidden_future_and_a_free_verdict_caption(browser, app_
     page.screenshot(path=str(ARTIFACTS / "06_classroom_free_verdict.png"))
 
     # the teacher may show what comes next, faded
-    page.get_by_label("Show later rounds (faded)").check()
+    page.get_by_label("Show later rounds").check()
     page.wait_for_function("() => document.querySelectorAll('#viasd-class-tokens .tok.faded').length > 0")
-    page.get_by_label("Presenter mode (big type)").uncheck()
+    page.get_by_label("Presenter mode").uncheck()
     page.wait_for_function("() => !document.body.classList.contains('viasd-presenter')")
     page.context.close()
 
@@ -98,3 +101,45 @@ def test_the_copied_typo_walkthrough_runs_its_fix(browser, app_url: str) -> None
     assert "The fix" in page.inner_text("#viasd-classroom-heading") and "Round 1 of" in _caption(page)
     page.screenshot(path=str(ARTIFACTS / "08_classroom_fix.png"))
     page.context.close()
+
+
+FOLD = ("#viasd-walk", "#viasd-walk-pick", "#viasd-prev", "#viasd-next", "#viasd-round-slider",
+        "#viasd-class-tokens", "#viasd-caption")
+"""What a class must see without scrolling: the controls, the text and the caption."""
+
+
+def _bottoms(page) -> dict[str, float]:
+    boxes = {s: page.locator(s).first.bounding_box() for s in FOLD}
+    return {s: (b["y"] + b["height"] if b else float("inf")) for s, b in boxes.items()}
+
+
+@pytest.fixture(scope="module")
+def presenter(browser, app_url: str):
+    page = _open(browser, app_url, PROJECTOR)
+    page.get_by_role("tab", name=re.compile("Classroom")).click()
+    page.get_by_label("Presenter mode").check()
+    page.wait_for_function("() => document.body.classList.contains('viasd-presenter')")
+    yield page
+    page.context.close()
+
+
+@pytest.mark.parametrize("title", [w["title"] for w in load_walkthroughs()])
+def test_every_walkthrough_fits_a_projector_in_presenter_mode(presenter, title: str) -> None:
+    """At 1024x768, presenter mode: controls, text and caption end above the fold on the first and last round."""
+    page = presenter
+    page.locator("#viasd-walk-pick input").click()
+    page.get_by_role("option", name=title, exact=True).click()
+    page.click("#viasd-walk")
+    page.wait_for_function("(t) => (document.querySelector('#viasd-classroom-heading')?.innerText || '').includes(t)"
+                           " && document.querySelector('#viasd-caption .viasd-caption[data-round=\"1\"]')",
+                           arg=title[:24], timeout=300_000)
+    last = page.get_attribute("#viasd-round-slider input[type=range]", "max")
+    for number in ("1", last):
+        if number != "1":
+            page.fill("#viasd-round-slider input[type=number]", number)
+            page.press("#viasd-round-slider input[type=number]", "Enter")
+            page.wait_for_selector(f"#viasd-caption .viasd-caption[data-round='{number}']", timeout=60_000)
+        page.evaluate("() => window.scrollTo(0, 0)")
+        over = {s: b for s, b in _bottoms(page).items() if b > PROJECTOR["height"]}
+        assert not over, f"{title}, round {number}: below the fold at 1024x768: {json.dumps(over)}"
+    page.screenshot(path=str(ARTIFACTS / f"09_presenter_{re.sub(r'[^a-z]+', '_', title.lower())[:24]}.png"))
