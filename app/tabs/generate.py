@@ -67,16 +67,11 @@ def _reroute(settings: Settings, session: str, previous: Any, grid: Any, reliabi
     if refusal is not None:
         yield {"status": refusal}
         return
-    held = None  # held back one step so the last update also carries the trade-off chart's new star
     for update in streaming.run(settings, session, replay=True, phase="Re-routed in {seconds:.2f} s",
                                 previous=previous, reliability=reliability):
-        if held is not None:
-            yield held
-        held = update
-    if held is not None:
-        if grid is not None:
-            held["tradeoff_plot"] = charts.tradeoff_figure(grid, settings.tau_accept, settings.tau_slim)
-        yield held
+        if "files" in update and grid is not None:  # the last update: the trade-off chart's star moves too
+            update["tradeoff_plot"] = charts.tradeoff_figure(grid, settings.tau_accept, settings.tau_slim)
+        yield update
 
 
 class GenerateTab:

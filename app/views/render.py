@@ -2,8 +2,10 @@
 
 Colour alone is not enough (colour-blind viewers, washed-out projectors), so every token carries two
 cues: an Okabe-Ito colour per outcome and an underline style per tier (dotted = tier 1, dashed =
-tier 2, solid = tier 3, double = the draft token was replaced). Hovering a token shows its round,
-tier, outcome and the three confidences; `data-*` attributes make the same facts machine-readable.
+tier 2, solid = tier 3, double = the draft token was replaced), drawn by one CSS class per outcome
+(`TOKEN_CSS`, sent once with the page) rather than a style on every span. Hovering a token shows, in
+plain words (app.views.words), what decided it and the three confidences, the engine's codes last;
+`data-*` attributes make the same facts machine-readable.
 
 Audited copies (`copy_evidence="audit"`): a prompt-lookup copy that tier 1 or 2 kept is on the page
 before any full-model check. It carries a line above it (kept on trust) and, until a full pass has
@@ -22,6 +24,7 @@ import re
 from collections import Counter
 from collections.abc import Collection
 
+from app.views import words
 from core.decoding.tiers import OUTCOME_TIER, Outcome, Reason, Tier
 from core.trace import TokenRecord, Trace
 
@@ -86,16 +89,15 @@ def _fmt(value: float | None) -> str:
 
 
 def token_title(t: TokenRecord, trust: str = "", cut: bool = False) -> str:
-    """Tooltip text of one token: where it came from and what each model thought of it."""
-    meaning = OUTCOMES.get(t.outcome, ("", t.outcome, ""))[2]
+    """Tooltip text of one token in plain words (app.views.words); the engine's codes close it, under "details"."""
     verdict = getattr(t, "verdict", "")  # recorded by the engine's verifier rule (absent in older traces)
     notes = ([CUT] if cut else []) + ([TRUST[trust]] if trust in TRUST else [])
-    return (f"token {t.position} {t.text!r} · round {shown_round(t.round)}\n"
+    details = f"details: outcome {t.outcome} · reason {t.reason}" + (f" · verdict {verdict}" if verdict else "")
+    return (f"{t.text!r} · token {t.position + 1} · round {shown_round(t.round)}\n"
+            f"{words.name('outcome', t.outcome)}: {words.meaning('reason', t.reason)}\n"
             + "".join(f"{note}\n" for note in notes)
-            + f"{TIER_NAMES.get(t.tier, t.tier)} · {t.outcome}: {meaning}\n"
-            f"why this tier: {t.reason}" + (f" · verdict: {verdict}" if verdict else "") + "\n"
-            f"confidence: drafter {_fmt(t.draft_confidence)} · slim {_fmt(t.slim_confidence)} · "
-            f"full {_fmt(t.full_confidence)}")
+            + f"confidence: drafter {_fmt(t.draft_confidence)} · slim {_fmt(t.slim_confidence)} · "
+            f"full {_fmt(t.full_confidence)}\n{details}")
 
 
 def token_span(t: TokenRecord, extra_class: str = "", trust: str = "", cut: bool = False) -> str:
