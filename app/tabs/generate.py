@@ -67,7 +67,8 @@ def _reroute(settings: Settings, session: str, previous: Any, grid: Any, reliabi
     if refusal is not None:
         yield {"status": refusal}
         return
-    for update in streaming.run(settings, session, replay=True, phase="Re-routed in {seconds:.2f} s",
+    phase = f"Re-routed in {{seconds:.2f}} s to τ {settings.tau_accept:g} / {settings.tau_slim:g}"
+    for update in streaming.run(settings, session, replay=True, phase=phase,
                                 previous=previous, reliability=reliability):
         if "files" in update and grid is not None:  # the last update: the trade-off chart's star moves too
             update["tradeoff_plot"] = charts.tradeoff_figure(grid, settings.tau_accept, settings.tau_slim)
