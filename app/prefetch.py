@@ -13,9 +13,12 @@ import atexit
 import contextlib
 import logging
 import threading
+from collections import Counter, OrderedDict
 from collections.abc import Iterator
 
-from core import DecodeConfig, ModelBundle, attach_fidelity, generate
+from app.fidelity_cache import FIDELITY
+from core import DecodeConfig, ModelBundle, generate
+from core.trace import Trace
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +26,18 @@ STEP = 0.05
 """The threshold sliders' step: prefetched pairs are exactly the values a slider can take."""
 
 MAX_PAIRS = 8
+MAX_SHARES = 256
+
+
+def run_key(prompt: str, config: DecodeConfig) -> tuple:
+    """A run up to its thresholds: the prompt and every setting but τ_accept and τ_slim."""
+    return prompt, config.with_(tau_accept=0.0, tau_slim=0.0)
+
+
+def tier_shares(trace: Trace) -> dict[int, float]:
+    """Share of the output's tokens each tier decided (what the cockpit's prediction line shows)."""
+    counts = Counter(int(t.tier) for t in trace.tokens)
+    return {tier: counts[tier] / max(len(trace.tokens), 1) for tier in (1, 2, 3)}
 
 
 def neighbour_pairs(tau_accept: float, tau_slim: float, step: float = STEP, limit: int = MAX_PAIRS) -> list[tuple]:
@@ -45,6 +60,22 @@ class Prefetcher:
         self._cancel = threading.Event()
         self._thread: threading.Thread | None = None
         self.done: list[tuple[float, float]] = []  # pairs the last job finished (for tests and the status line)
+        self._shares: OrderedDict[tuple, dict[int, float]] = OrderedDict()  # (run_key, τ pair) -> tier shares
+
+    def shares(self, prompt: str, config: DecodeConfig, tau_accept: float, tau_slim: float) -> dict[int, float] | None:
+        """The tier shares of the run at this threshold pair, if a prefetch computed it (the engine's own
+        re-route, so exactly what releasing the slider will show); None otherwise."""
+        with self._lock:
+            return self._shares.get((run_key(prompt, config), round(tau_accept, 4), round(tau_slim, 4)))
+
+    def remember(self, prompt: str, config: DecodeConfig, trace: Trace) -> None:
+        """Record a finished run's tier shares under its threshold pair (prefetched runs and re-routes)."""
+        key = (run_key(prompt, config), round(config.tau_accept, 4), round(config.tau_slim, 4))
+        with self._lock:
+            self._shares[key] = tier_shares(trace)
+            self._shares.move_to_end(key)
+            while len(self._shares) > MAX_SHARES:
+                self._shares.popitem(last=False)
 
     @contextlib.contextmanager
     def foreground(self) -> Iterator[None]:
@@ -74,11 +105,12 @@ class Prefetcher:
             for tau_accept, tau_slim in neighbour_pairs(config.tau_accept, config.tau_slim):
                 if cancel.is_set():
                     return
-                trace = generate(bundle, prompt, config.with_(tau_accept=tau_accept, tau_slim=tau_slim),
-                                 should_stop=cancel.is_set)
+                trace_config = config.with_(tau_accept=tau_accept, tau_slim=tau_slim)
+                trace = generate(bundle, prompt, trace_config, should_stop=cancel.is_set)
                 if trace.stop_reason == "cancelled" or cancel.is_set():
                     return
-                attach_fidelity(bundle, trace)  # fills the memo for the full model's teacher-forced pass too
+                FIDELITY.attach(bundle, trace)  # warms the fidelity cache (and the memo) for this pair
+                self.remember(prompt, trace_config, trace)
                 self.done.append((tau_accept, tau_slim))
         except Exception:  # a background helper must never take the app down
             log.exception("prefetch failed")

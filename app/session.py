@@ -1,11 +1,12 @@
 """Process-wide state of the app in one object with one lock: model bundles, choices, stop flags.
 
 The embedded bundle is loaded once per process (its prediction memo is what makes threshold
-dragging live) and shared by every visitor. A visitor may load another verifier / drafter pair;
-it is kept for that browser session only, and at most `MAX_EXTRA_BUNDLES` such pairs stay in
-memory. A visitor whose pair was dropped to make room is told so (`ModelsEvictedError`) rather
-than silently moved back to the embedded model. Stop works in two ways: Gradio's `cancels=` ends
-streaming generators, and the per-session flag here is polled by core loops between rounds.
+dragging live) and shared by every visitor. A visitor may load another verifier / drafter pair
+(the offline Qwen2.5-Coder pair, say); one copy of each pair serves every visitor who picks it,
+and at most `MAX_EXTRA_BUNDLES` such pairs stay in memory. A visitor whose pair was dropped to make
+room is told so (`ModelsEvictedError`) rather than silently moved back to the embedded model. Stop
+works in two ways: Gradio's `cancels=` ends streaming generators, and the per-session flag here is
+polled by core loops between rounds.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ class Sessions:
         self._default: ModelBundle | None = None
         self._extra: OrderedDict[tuple[str, str], ModelBundle] = OrderedDict()
         self._visitors: dict[str, _Visitor] = {}
+        self._loading: dict[tuple[str, str], threading.Lock] = {}
 
     # -- visitors ---------------------------------------------------------------------------
     def _visitor(self, session: str) -> _Visitor:
@@ -113,8 +115,11 @@ class Sessions:
                 "press Load models to load them again, or clear the Verifier box to use the embedded model")
         return chosen if chosen is not None else self.default_bundle()
 
-    def choose(self, session: str, verifier: str, drafter: str) -> ModelBundle:
-        """Load (or reuse) a verifier / drafter pair for this session; a failed load changes nothing."""
+    def choose(self, session: str, verifier: str, drafter: str, progress: Callable | None = None) -> ModelBundle:
+        """Load (or reuse) a verifier / drafter pair for this session; a failed load changes nothing.
+
+        Every visitor who picks a pair shares one copy of it: concurrent first picks wait for one load
+        (a lock per pair), and `progress(stage, done, total)` hears that load's steps."""
         verifier, drafter = (verifier or "").strip() or EMBEDDED_ID, (drafter or "").strip()
         if verifier == EMBEDDED_ID and not drafter:
             with self._lock:
@@ -122,9 +127,13 @@ class Sessions:
             return self.default_bundle()
         key = (verifier, drafter)
         with self._lock:
-            bundle = self._extra.get(key)
-        if bundle is None:
-            bundle = self._loader(verifier, drafter or None)  # slow: outside the lock
+            loading = self._loading.setdefault(key, threading.Lock())
+        with loading:  # slow: outside the state lock, one load per pair
+            with self._lock:
+                bundle = self._extra.get(key)
+            if bundle is None:
+                extra = {"progress": progress} if progress is not None else {}
+                bundle = self._loader(verifier, drafter or None, **extra)
         with self._lock:
             self._extra[key] = bundle
             self._extra.move_to_end(key)
@@ -145,7 +154,7 @@ class Sessions:
     def summary(self, session: str = "") -> str:
         """One line naming the model in use, for the status bar."""
         try:
-            if self._default is None and self._choice(session) is None:
+            if self._default is None and self.choice(session) is None:
                 return "model not loaded yet"
             v = self.bundle(session).verifier
             drafter_model = self.bundle(session).drafter
@@ -155,7 +164,8 @@ class Sessions:
         return (f"{v.name} · {v.num_layers} layers · {str(v.dtype).replace('torch.', '')} on {v.device} · "
                 f"loaded in {v.load_seconds:.1f} s{drafter}")
 
-    def _choice(self, session: str) -> tuple[str, str] | None:
+    def choice(self, session: str) -> tuple[str, str] | None:
+        """(verifier, drafter) this session loaded, or None while it uses the embedded model."""
         with self._lock:
             return self._visitor(session).choice
 

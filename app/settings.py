@@ -109,3 +109,8 @@ def _whole(value: Any, label: str) -> int:
         return int(_number(value, label))
     except (ValueError, OverflowError):  # NaN or infinity
         raise ConfigError(f"{label} must be a whole number, not '{value}'") from None
+
+
+THREE_TIER = Settings.of(DecodeConfig(max_new_tokens=48), prompt=load_prompts("chat")[0].text)
+"""The cockpit's one-click way to a run where both thresholds move the result: the engine's own three-tier
+defaults (self-drafter, τ_accept 0.8, τ_slim 0.5) on the first chat prompt, 48 tokens as links use."""

@@ -1,9 +1,11 @@
-"""Settings in the URL, so a teacher can share a link that opens a given run.
+"""Settings in the URL, so a teacher can share a link that reopens — and with `run=1` reruns — a given run.
 
-`?prompt=...&tau_accept=0.7&tau_slim=0.4&gamma=4&mode=via&drafter=self&max_new_tokens=48&run=1`
-fills the Generate tab's widgets on page load and, with `run=1`, presses Run. The parsing and the
-link are pure functions of `app.settings.Settings`; a bad value in a link is skipped with one
-warning (the rest still applies), never a traceback.
+A link carries every value that changes the output: each `app.settings.Settings` field (prompt, mode,
+drafter, routes, γ, length, sampling, temperature, top-p, seed, thresholds, copy settings) and, when
+the visitor loaded other models, `verifier` and `drafter_model`. `?prompt=...&run=1` fills the
+Generate tab's widgets on page load and then runs them on the server (a chained event, not a
+scripted click on Run, so it cannot miss the button). The parsing and the link are pure functions of
+`Settings`; a bad value in a link is skipped with one warning (the rest still applies), never a traceback.
 
 A value a link leaves out takes the engine's default (`LINK_BASE`), not the app's opening preset:
 links written before copy_evidence, draft_stop_below and audit_span were in the link (and before
@@ -12,27 +14,32 @@ the app opened on prompt lookup) carry none of them, and they must reopen the ru
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import fields
 from typing import Any
 from urllib.parse import urlencode
 
 import gradio as gr
+from gradio.components import Component
 
+from app.guard import reports_errors
+from app.session import SESSIONS, session_id
 from app.settings import Settings
+from core import EMBEDDED_ID
 from core.config import DecodeConfig
 from core.errors import ConfigError
 
-URL_FIELDS = ("prompt", "mode", "drafter", "gamma", "tau_accept", "tau_slim", "max_new_tokens", "copy_evidence",
-              "draft_stop_below", "audit_span")
-"""The settings a link carries, in the order it writes them."""
+URL_FIELDS = tuple(Settings.names())
+"""The settings a link carries, in the order it writes them: every decoding widget."""
+MODEL_FIELDS = ("verifier", "drafter_model")
+"""The models a link carries when they are not the embedded default (the Models panel's two boxes)."""
 LINK_BASE = Settings.of(DecodeConfig(max_new_tokens=48))
 """What a link's missing values fall back to: the engine's defaults (and the 48 tokens links always had)."""
 
 TYPES = {f.name: f.type for f in fields(Settings)}
 PREFIX_ORIGIN = ("(q) => (q && q.startsWith('?')) ? window.location.origin + window.location.pathname + q : q")
 """Browser-side: turn the query string into a full link to this page (works behind a Space's proxy)."""
-PRESS_RUN = "(go) => { if (go) { setTimeout(() => document.querySelector('#viasd-run')?.click(), 50); } return go; }"
+TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
 
 
 def _parse(name: str, text: str) -> Any:
@@ -41,6 +48,11 @@ def _parse(name: str, text: str) -> Any:
         return int(float(text))
     if kind == "float":
         return float(text)
+    if kind == "bool":
+        word = str(text).strip().lower()
+        if word not in TRUE + FALSE:
+            raise ValueError(text)
+        return word in TRUE
     return text
 
 
@@ -56,7 +68,8 @@ def settings_from_query(params: Mapping[str, str], base: Settings | None = None)
         try:
             chosen[name] = _parse(name, params[name])
         except (TypeError, ValueError, OverflowError):
-            problems.append(f"{name}={params[name]!r} is not a number")
+            kind = "true or false" if TYPES[name] == "bool" else "a number"
+            problems.append(f"{name}={params[name]!r} is not {kind}")
     settings = base.with_(**chosen)
     try:
         settings.config()
@@ -65,48 +78,88 @@ def settings_from_query(params: Mapping[str, str], base: Settings | None = None)
     return settings, problems
 
 
-def query_of(settings: Settings, run: bool = True) -> str:
-    """The query string (with its leading '?') that reopens `settings`; `run` also presses Run on load."""
-    values = {name: getattr(settings, name) for name in URL_FIELDS}
+def models_from_query(params: Mapping[str, str]) -> tuple[str, str] | None:
+    """(verifier, drafter model) a link names, or None for the embedded model."""
+    verifier, drafter = (params.get(name, "").strip() for name in MODEL_FIELDS)
+    if (verifier or EMBEDDED_ID) == EMBEDDED_ID and not drafter:
+        return None
+    return verifier or EMBEDDED_ID, drafter
+
+
+def query_of(settings: Settings, run: bool = True, models: tuple[str, str] | None = None) -> str:
+    """The query string (with its leading '?') that reopens `settings` (on `models`, when given); `run`
+    also runs it on load."""
+    values: dict[str, Any] = {name: getattr(settings, name) for name in URL_FIELDS}
+    if models is not None:
+        values.update(zip(MODEL_FIELDS, models, strict=True))
     if run:
         values["run"] = 1
-    return "?" + urlencode(values)
+    return "?" + urlencode({k: (str(v).lower() if isinstance(v, bool) else v) for k, v in values.items()})
 
 
 def wants_run(params: Mapping[str, str]) -> bool:
-    return str(params.get("run", "")).lower() in ("1", "true", "yes")
+    return str(params.get("run", "")).lower() in TRUE
+
+
+@reports_errors("status")
+def _load_linked(models: tuple[str, str], session: str) -> dict:
+    SESSIONS.choose(session, *models)
+    return {}
 
 
 class SharePanel:
     """A "link to these settings" button and a copyable box (shown once pressed); `wire` also applies a link's
-    settings on load."""
+    settings on load and runs them when the link says `run=1`."""
 
     def __init__(self) -> None:
         self.button = gr.Button("Link to these settings", size="sm", elem_id="viasd-share")
         self.link = gr.Textbox(label="Share this link: it opens these settings and runs them", buttons=["copy"],
                                interactive=False, elem_id="viasd-share-link", visible=False, lines=1)
-        self.autorun = gr.State(False)
+        self.autorun = gr.State(None)  # the models to run on (None: do not run), set by a link's run=1
 
-    def wire(self, demo: gr.Blocks, widgets: dict[str, gr.components.Component]) -> None:
-        """Attach page-load and button events; `widgets` are the Generate tab's Settings inputs by field name."""
+    def wire(self, demo: gr.Blocks, widgets: dict[str, Component], example: gr.Dropdown,
+             run: Callable[..., Iterator[dict]], outputs: dict[str, Component],
+             model_boxes: tuple[gr.Textbox, gr.Textbox]) -> None:
+        """Attach page-load and button events. `widgets` are the Generate tab's Settings inputs by field name,
+        `run` its Run handler (yielding updates for `outputs`, its outputs by name), `model_boxes` the Models
+        panel's verifier and drafter boxes."""
         targets = {name: widgets[name] for name in URL_FIELDS}
+        choices = {value for _, value in example.choices}
 
         def apply(request: gr.Request = None) -> dict:
             params = dict(getattr(request, "query_params", None) or {})
-            if not any(name in params for name in URL_FIELDS):
-                return {self.autorun: False}
+            if not any(name in params for name in (*URL_FIELDS, *MODEL_FIELDS)):
+                return {self.autorun: None}
             settings, problems = settings_from_query(params)
             for problem in problems:
                 gr.Warning(f"link: {problem}")
             if settings is None:
-                return {self.autorun: False}
+                return {self.autorun: None}
+            models = models_from_query(params)
             update: dict = {widget: getattr(settings, name) for name, widget in targets.items()}
-            return {**update, self.autorun: wants_run(params)}
+            update[example] = settings.prompt if settings.prompt in choices else None
+            if models is not None:
+                update.update(zip(model_boxes, models, strict=True))
+            return {**update, self.autorun: (models or (EMBEDDED_ID, "")) if wants_run(params) else None}
 
-        def link(**values: Any) -> dict:
-            return gr.update(value=query_of(Settings.from_values(**values)), visible=True)
+        def autorun(models: tuple[str, str] | None, request: gr.Request = None, **values: Any):
+            if models is None:
+                yield {}
+                return
+            if models != (EMBEDDED_ID, ""):
+                failed = _load_linked(tuple(models), session_id(request))
+                if failed:
+                    yield {outputs["status"]: failed["status"]}
+                    return
+            yield from run(request, **values)
 
-        demo.load(apply, None, [*targets.values(), self.autorun], api_visibility="private").then(
-            None, self.autorun, None, js=PRESS_RUN, queue=False, api_visibility="private")
+        def link(request: gr.Request = None, **values: Any) -> dict:
+            models = SESSIONS.choice(session_id(request))
+            return gr.update(value=query_of(Settings.from_values(**values), models=models), visible=True)
+
+        demo.load(apply, None, [*targets.values(), example, *model_boxes, self.autorun],
+                  api_visibility="private").then(
+            autorun, None, list(outputs.values()), inputs_kwargs={**widgets, "models": self.autorun},
+            api_visibility="private", show_progress="minimal", concurrency_id="model", concurrency_limit=1)
         self.button.click(link, None, self.link, inputs_kwargs=widgets, api_visibility="private", queue=False).then(
             None, self.link, self.link, js=PREFIX_ORIGIN, queue=False, api_visibility="private")

@@ -17,6 +17,7 @@ from app.tabs.classroom import ClassroomTab
 from app.tabs.compare import CompareTab
 from app.tabs.generate import GenerateTab
 from app.tabs.models import ModelsPanel
+from app.views import render
 from app.views.style import CSS
 
 THEME = gr.themes.Default(text_size="lg", primary_hue="blue").set(
@@ -45,14 +46,16 @@ def build_demo() -> gr.Blocks:
             with gr.Tab("4 · About the numbers", id="about"):
                 AboutTab()
         generate.wire(compare.tradeoff_plot, compare.grid_state)
-        models.wire()
+        models.wire(generate.widgets)
         compare.wire(generate.widgets)
         classroom.wire(generate.out["trace"])
         demo.load(generate.ready, None, generate.out["status"], api_visibility="private")
-        share.wire(demo, generate.widgets)
+        share.wire(demo, generate.widgets, generate.example, generate.generate, generate.out,
+                   (models.verifier, models.drafter))
     return demo
 
 
 def launch_kwargs() -> dict[str, Any]:
     """Theme and CSS go to launch() in Gradio 6; tests that launch the demo themselves use this too."""
-    return {"theme": THEME, "css": CSS + CLASSROOM_CSS, "footer_links": ["api", "gradio", "settings"]}
+    return {"theme": THEME, "css": CSS + CLASSROOM_CSS + render.TOKEN_CSS,
+            "footer_links": ["api", "gradio", "settings"]}

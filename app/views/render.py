@@ -2,8 +2,10 @@
 
 Colour alone is not enough (colour-blind viewers, washed-out projectors), so every token carries two
 cues: an Okabe-Ito colour per outcome and an underline style per tier (dotted = tier 1, dashed =
-tier 2, solid = tier 3, double = the draft token was replaced). Hovering a token shows its round,
-tier, outcome and the three confidences; `data-*` attributes make the same facts machine-readable.
+tier 2, solid = tier 3, double = the draft token was replaced), drawn by one CSS class per outcome
+(`TOKEN_CSS`, sent once with the page) rather than a style on every span. Hovering a token shows, in
+plain words (app.views.words), what decided it and the three confidences, the engine's codes last;
+`data-*` attributes make the same facts machine-readable.
 
 Audited copies (`copy_evidence="audit"`): a prompt-lookup copy that tier 1 or 2 kept is on the page
 before any full-model check. It carries a line above it (kept on trust) and, until a full pass has
@@ -20,6 +22,7 @@ import re
 from collections import Counter
 from collections.abc import Collection
 
+from app.views import words
 from core.decoding.tiers import OUTCOME_TIER, Audit, Outcome, Reason, Tier
 from core.trace import TokenRecord, Trace
 
@@ -70,33 +73,42 @@ def token_style(outcome: str, tier: int) -> str:
     return f"background-color: {colour}40; border-bottom-style: {line}; border-bottom-color: {colour};"
 
 
+def outcome_class(outcome: str) -> str:
+    """The CSS class that draws an outcome (`TOKEN_CSS`): the text sends a class name, not a style per token."""
+    return f"o-{outcome if outcome in OUTCOMES else Outcome.PLAIN}"
+
+
+TOKEN_CSS = "\n".join(f".{outcome_class(o)} {{{token_style(o, OUTCOME_TIER[o])}}}" for o in OUTCOMES)
+"""One rule per outcome (colour and underline), loaded once with the page (app.ui.launch_kwargs)."""
+
+
 def _fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
 
 def token_title(t: TokenRecord, trust: str = "", cut: bool = False) -> str:
-    """Tooltip text of one token: where it came from and what each model thought of it."""
-    meaning = OUTCOMES.get(t.outcome, ("", t.outcome, ""))[2]
+    """Tooltip text of one token in plain words (app.views.words); the engine's codes close it, under "details"."""
     verdict = getattr(t, "verdict", "")  # recorded by the engine's verifier rule (absent in older traces)
     notes = ([CUT] if cut else []) + ([TRUST[trust]] if trust in TRUST else [])
-    return (f"token {t.position} {t.text!r} · round {shown_round(t.round)}\n"
+    details = f"details: outcome {t.outcome} · reason {t.reason}" + (f" · verdict {verdict}" if verdict else "")
+    return (f"{t.text!r} · token {t.position + 1} · round {shown_round(t.round)}\n"
+            f"{words.name('outcome', t.outcome)}: {words.meaning('reason', t.reason)}\n"
             + "".join(f"{note}\n" for note in notes)
-            + f"{TIER_NAMES.get(t.tier, t.tier)} · {t.outcome}: {meaning}\n"
-            f"why this tier: {t.reason}" + (f" · verdict: {verdict}" if verdict else "") + "\n"
-            f"confidence: drafter {_fmt(t.draft_confidence)} · slim {_fmt(t.slim_confidence)} · "
-            f"full {_fmt(t.full_confidence)}")
+            + f"confidence: drafter {_fmt(t.draft_confidence)} · slim {_fmt(t.slim_confidence)} · "
+            f"full {_fmt(t.full_confidence)}\n{details}")
 
 
 def token_span(t: TokenRecord, extra_class: str = "", trust: str = "", cut: bool = False) -> str:
     """One token as a styled span with a tooltip and data attributes; a control token as an end marker.
     `trust` is "audited" or "awaiting" for a copy kept on trust (`trust_of`); `cut`: an audit cut it."""
     special = is_special(t)
-    classes = " ".join(c for c in ("tok", "replaced" if t.outcome in REPLACED else "", "special" if special else "",
+    classes = " ".join(c for c in ("tok", outcome_class(t.outcome), "replaced" if t.outcome in REPLACED else "",
+                                   "special" if special else "",
                                    "trusted" if trust else "", "awaiting" if trust == "awaiting" else "",
                                    "cut" if cut else "", extra_class) if c)
     text = "■ end" if special else html.escape(t.text) or "&#8203;"
     marks = (f' data-trust="{trust}"' if trust else "") + (' data-cut="1"' if cut else "")
-    return (f'<span class="{classes}" style="{token_style(t.outcome, t.tier)}" data-pos="{t.position}" '
+    return (f'<span class="{classes}" data-pos="{t.position}" '
             f'data-round="{t.round}" data-tier="{t.tier}" data-outcome="{t.outcome}" data-reason="{t.reason}"{marks} '
             f'title="{html.escape(token_title(t, trust, cut), quote=True)}">{text}</span>')
 
@@ -153,8 +165,8 @@ def legend_html(trace: Trace | None = None) -> str:
     for outcome, (_, label, meaning) in OUTCOMES.items():
         cls = "tok replaced" if outcome in REPLACED else "tok"
         count = f' <span class="count">×{counts[outcome]}</span>' if trace is not None else ""
-        items.append(f'<span class="item" title="{html.escape(meaning)}"><span class="{cls}" '
-                     f'style="{token_style(outcome, OUTCOME_TIER[outcome])}">{html.escape(label)}</span>{count}</span>')
+        items.append(f'<span class="item" title="{html.escape(meaning)}"><span class="{cls} {outcome_class(outcome)}">'
+                     f'{html.escape(label)}</span>{count}</span>')
     key = ('<span class="item">underline: ··· tier 1 · - - tier 2 · ── tier 3 · ══ draft token replaced</span>')
     if trace is None or audits_copies(trace):
         cut = f' <span class="count">×{len(trace.rolled_back)}</span>' if trace is not None else ""

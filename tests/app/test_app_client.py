@@ -24,7 +24,7 @@ OUTCOMES = {"direct-accepted", "slim-accepted", "slim-regenerated", "full-accept
 
 def _spans(html: str) -> list[dict]:
     """data-* attributes of every token span in the rendered text."""
-    pattern = r'<span class="tok[^"]*" style="[^"]*" data-pos="(\d+)" data-round="(\d+)" data-tier="(\d)" ' \
+    pattern = r'<span class="tok[^"]*" data-pos="(\d+)" data-round="(\d+)" data-tier="(\d)" ' \
               r'data-outcome="([a-z-]+)"'
     return [{"pos": int(p), "round": int(r), "tier": int(t), "outcome": o} for p, r, t, o in re.findall(pattern, html)]
 

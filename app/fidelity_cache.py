@@ -1,0 +1,74 @@
+"""Fidelity measured once per answer, not once per slider move.
+
+A re-route changes which tier decided each token, rarely the tokens themselves: under audited copies
+the output is the full model's own on every threshold pair. Measuring fidelity again costs a greedy
+reference (one memo lookup and an argmax over the vocabulary per token) and a teacher-forced pass —
+most of the ~560 ms a re-route spent on the server (profiled with cProfile, `python -m app.latency`).
+Both depend only on the verifier, the prompt, the length cap and the output's token ids, so they are
+kept here, keyed by exactly those, least recently used out first.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections import OrderedDict
+
+from core import attach_fidelity
+from core.analysis.fidelity import reference_continuation
+from core.models.loading import ModelBundle
+from core.trace import Fidelity, Trace
+
+MAX_ENTRIES = 256
+
+
+class FidelityCache:
+    """(verifier, prompt, cap, output ids) -> Fidelity; (verifier, prompt, cap) -> the greedy reference."""
+
+    def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
+        self._lock = threading.Lock()
+        self._fidelity: OrderedDict[tuple, Fidelity] = OrderedDict()
+        self._reference: OrderedDict[tuple, list[int]] = OrderedDict()
+        self.max_entries = max_entries
+        self.hits = 0
+
+    @staticmethod
+    def _answer_key(bundle: ModelBundle, trace: Trace) -> tuple:
+        verifier = bundle.verifier
+        return (verifier.name, str(getattr(verifier, "dtype", "")), trace.prompt,
+                bool(trace.config.get("chat_template", True)), int(trace.config["max_new_tokens"]))
+
+    def _remember(self, table: OrderedDict, key: tuple, value: object) -> None:
+        with self._lock:
+            table[key] = value
+            table.move_to_end(key)
+            while len(table) > self.max_entries:
+                table.popitem(last=False)
+
+    def attach(self, bundle: ModelBundle, trace: Trace) -> Fidelity:
+        """`core.attach_fidelity`, answered from the cache when this answer was measured before."""
+        answer = self._answer_key(bundle, trace)
+        key = (*answer, tuple(trace.token_ids))
+        with self._lock:
+            found = self._fidelity.get(key)
+            reference = self._reference.get(answer)
+            if found is not None:
+                self._fidelity.move_to_end(key)
+                self.hits += 1
+        if found is not None:
+            trace.fidelity = copy.deepcopy(found)
+            return trace.fidelity
+        if reference is None:
+            reference = reference_continuation(bundle, trace)
+            self._remember(self._reference, answer, reference)
+        fidelity = attach_fidelity(bundle, trace, reference)
+        self._remember(self._fidelity, key, copy.deepcopy(fidelity))
+        return fidelity
+
+    def clear(self) -> None:
+        with self._lock:
+            self._fidelity.clear()
+            self._reference.clear()
+
+
+FIDELITY = FidelityCache()

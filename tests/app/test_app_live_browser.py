@@ -1,0 +1,52 @@
+"""The opening screen in headless Chromium: a far threshold move either changes the headline or the screen says
+in one line why it cannot, with the setting where it does one click away (issue 15 item 1)."""
+
+from __future__ import annotations
+
+import pytest
+from app_fixtures import app_url_fixture, browser_fixture  # noqa: F401  (fixtures)
+
+from app.settings import THREE_TIER, Settings
+
+pytestmark = [pytest.mark.embedded, pytest.mark.browser]
+
+HEADLINE_JS = "() => document.querySelector('#viasd-headline')?.innerText || ''"
+
+
+def _status_matches(pg, pattern: str) -> None:
+    pg.wait_for_function("p => new RegExp(p + '|⚠').test(document.querySelector('#viasd-status')?.innerText || '')",
+                         arg=pattern, timeout=400_000)
+    assert "⚠" not in pg.inner_text("#viasd-status")
+
+
+def _type_tau(pg, value: float) -> None:
+    box = pg.locator("#viasd-tau-accept input[type=number]")
+    box.fill(str(value))
+    box.press("Tab")
+
+
+def test_a_far_move_on_the_opening_screen_changes_the_headline_or_says_why_not(browser, app_url: str) -> None:
+    from app.share import query_of
+
+    context = browser.new_context(viewport={"width": 1366, "height": 900})
+    pg = context.new_page()
+    pg.goto(app_url + query_of(Settings(max_new_tokens=40)), wait_until="domcontentloaded")
+    _status_matches(pg, "^Done")
+    before = pg.evaluate(HEADLINE_JS)
+    _type_tau(pg, 0.3)
+    _status_matches(pg, "^Re-routed")
+    pg.wait_for_timeout(500)
+    effect = pg.inner_text("#viasd-effect")
+    changed = pg.evaluate(HEADLINE_JS) != before
+    assert changed or "Why the sliders change nothing" in effect or "trade speed only" in effect, effect
+    assert changed or pg.locator("#viasd-three-tier").is_visible()
+    pg.click("#viasd-three-tier")  # the setting where the sliders move the result, one click away
+    _status_matches(pg, "^Done")
+    assert pg.input_value("#viasd-prompt textarea") == THREE_TIER.prompt
+    assert pg.input_value("#viasd-tau-slim input[type=number]") == "0.5"
+    three = pg.evaluate(HEADLINE_JS)
+    _type_tau(pg, 0.55)  # far from 0.8, still above τ_slim 0.5
+    _status_matches(pg, "^Re-routed")
+    pg.wait_for_timeout(500)
+    assert pg.evaluate(HEADLINE_JS) != three, "a far τ_accept move on the three-tier run should move the headline"
+    context.close()
