@@ -153,6 +153,7 @@ def main_pair(args: argparse.Namespace, bundle: ModelBundle, costs: CostModel) -
                 print(row_line(row, reference), flush=True)
                 if args.traces_dir and row.trace is not None and row.method.startswith("VIA-SD"):
                     name = f"{prompt.family}{prompt.index}-{row.method.replace(' ', '-')}.json"
+                    args.traces_dir.mkdir(parents=True, exist_ok=True)
                     (args.traces_dir / name).write_text(row.trace.to_json())
             rows.extend(mine)
     except KeyboardInterrupt:
