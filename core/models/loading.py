@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from core.decoding.memo import PredictionMemo
+from core.decoding.routed_layers import make_routable
 from core.errors import ModelLoadError, TokenizerMismatchError, shown
 from core.models.catalog import EMBEDDED_ID, QWEN_CODER_05B_ID, QWEN_CODER_15B_ID, WHEEL_MODELS
 from core.models.policy import ModelPolicy, ModelSize, hub_reachable, local_folder
@@ -83,9 +85,6 @@ class ModelBundle:
     memo: object = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        from core.decoding.memo import PredictionMemo  # local: keeps import order simple
-        from core.decoding.routed_layers import make_routable
-
         make_routable(self.verifier.model)
         if self.drafter is not None:
             check_same_tokenizer(self.verifier.tokenizer, self.drafter.tokenizer)

@@ -7,11 +7,14 @@ import os
 import sys
 import time
 
+from core.analysis.breakeven import explain
 from core.analysis.fidelity import numerics_split
 from core.analysis.metrics import measured_speedup, summarize
+from core.analysis.sweep import compare
 from core.config import COPY_EVIDENCE, DRAFTERS, LOOKUP_PRESET, PRESETS, DecodeConfig, preset
 from core.decoding.confidence import SIGNALS
 from core.decoding.cost_profiles import device_profile
+from core.decoding.engine import generate
 from core.errors import ViaSdError
 from core.limits import MAX_NEW_TOKENS
 from core.models.catalog import WHEEL_MODELS
@@ -19,6 +22,7 @@ from core.models.loading import EMBEDDED_ID, load_bundle
 from core.models.pairs import pair_preset_for
 from core.models.precision import DTYPE_CHOICES, describe_precision
 from core.trace import Trace
+from examples import load_prompts
 
 # Okabe-Ito-like ANSI 256 colours, plus a second cue (underline / bold) per tier.
 STYLE = {
@@ -124,9 +128,6 @@ def main(argv: list[str] | None = None) -> int:
               f"{config_origin(args)}", file=sys.stderr)
         # every call of the runs is priced once, by the profile of the verifier's own device, dtype and threads
         profile = device_profile(bundle.verifier.device, args.profile, bundle.verifier.dtype)
-        from core.analysis.sweep import compare
-        from core.decoding.engine import generate
-
         if args.mode == "all":  # a first pass after a load pays one-off costs (kernels, pages): not plain's
             generate(bundle, prompt, config.with_(mode="plain", max_new_tokens=2), replay=False)
             traces = compare(bundle, prompt, config, replay=False, profile=profile)
@@ -210,8 +211,6 @@ def build_config(args: argparse.Namespace) -> DecodeConfig:
 def why_lines(traces: dict[str, Trace]) -> str:
     """One generated sentence per run saying what made it fast or slow (core.analysis.breakeven), from the
     calls as the engine priced them (by the run's cost profile)."""
-    from core.analysis.breakeven import explain
-
     labels = sorted({t.cost_label or t.cost_profile for t in traces.values()})
     lines = [f"\nwhy (cost profile: {', '.join(labels)}):"]
     lines += [f"  {name}: {explain(trace)}" for name, trace in traces.items()]
@@ -219,8 +218,6 @@ def why_lines(traces: dict[str, Trace]) -> str:
 
 
 def _example(spec: str) -> str:
-    from examples import load_prompts
-
     family, _, index = spec.partition(":")
     prompts = load_prompts(family)
     if not prompts:

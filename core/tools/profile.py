@@ -40,6 +40,8 @@ from core.decoding.cost_profiles import (
     accelerator_profile,
     model_signature,
 )
+from core.decoding.layer_routes import resolve_route
+from core.decoding.scorer import Scorer
 from core.errors import ProfileError
 from core.models.catalog import EMBEDDED_ID
 from core.models.loading import load_bundle
@@ -67,8 +69,6 @@ def measure(model: torch.nn.Module, routes: dict[str, object], context: int = 16
 
     The cache holds `context` tokens before each timed pass (cropped back after it), so every pass
     sees the same context length; the prefill row times `prefill` tokens from an empty cache."""
-    from core.decoding.scorer import Scorer
-
     vocab = int(model.config.get_text_config().vocab_size)
     generator = torch.Generator().manual_seed(seed)
     text = torch.randint(10, vocab, (context + max(token_counts) + prefill,), generator=generator).tolist()
@@ -169,8 +169,6 @@ def measure_profile(bundle: object, name: str, routes: tuple[str, ...] = ("full"
                                                                          "skip-middle-50"),
                     repeats: int = 5, token_counts: tuple[int, ...] = TOKEN_COUNTS) -> CostProfile:
     """Measure and fit a profile for the bundle's verifier (and separate drafter, when loaded)."""
-    from core.decoding.layer_routes import resolve_route
-
     device = bundle.verifier.device
     loaded = [bundle.verifier] + ([bundle.drafter] if bundle.drafter is not None else [])
     models: dict[str, ModelCosts] = {}
