@@ -36,7 +36,7 @@ class FidelityCache:
     def _answer_key(bundle: ModelBundle, trace: Trace) -> tuple:
         verifier = bundle.verifier
         return (verifier.name, str(getattr(verifier, "dtype", "")), trace.prompt,
-                bool(trace.config.get("chat_template", True)), int(trace.config["max_new_tokens"]))
+                trace.config.chat_template, trace.config.max_new_tokens)
 
     def _remember(self, table: OrderedDict, key: tuple, value: object) -> None:
         with self._lock:

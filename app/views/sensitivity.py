@@ -59,11 +59,8 @@ def tau_accept_gap(trace: Trace, tau_accept: float) -> Gap:
 
 
 def config_of(trace: Trace) -> DecodeConfig:
-    """The run's config as a DecodeConfig (older traces carry a dict)."""
-    config = trace.config
-    if isinstance(config, DecodeConfig):
-        return config
-    return DecodeConfig().with_(**{k: v for k, v in dict(config).items() if k in DecodeConfig.__dataclass_fields__})
+    """The run's config (always a DecodeConfig: Trace reads older dict configs as one)."""
+    return trace.config
 
 
 def _setting(trace: Trace, name: str) -> object:
