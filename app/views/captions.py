@@ -202,4 +202,4 @@ def caption(trace: Trace, index: int, items: list[tuple[TokenRecord, str]], draf
                f"{sum(by_role.values()):.2f} full-model passes ({ran}). So far: {answer_tokens} tokens in the answer "
                f"for {cost_so_far:.2f} passes; plain decoding needs {plain_so_far:.2f}: {shown} (modelled).")
     return (f"<div class='viasd-caption' data-round='{shown_round(index)}'>{opening}<ol>{points}</ol>"
-            f"<p>{html.escape(closing)}</p></div>")
+            f"<p class='viasd-tally'>{html.escape(closing)}</p></div>")
