@@ -41,7 +41,7 @@ body.{PRESENTER_CLASS} #viasd-classroom-heading p {{white-space: nowrap; overflo
   color: var(--viasd-fg, inherit);}}
 .viasd-caption ol {{margin: 0.2rem 0 0.2rem 1.4rem; padding: 0;}}
 .viasd-caption p {{margin: 0.2rem 0;}}
-.viasd-caption p.viasd-tally {{font-size: 0.8em;}}  /* the round's bookkeeping, below its story */
+.viasd-caption p.viasd-tally {{font-size: 0.75em; line-height: 1.25;}}  /* the round's bookkeeping, below its story */
 #{CLASS_TOKENS_ID} {{font-size: var(--viasd-class-text, 1.2rem);}}
 #viasd-round table {{font-size: var(--viasd-class-table, 1.1rem);}}
 #viasd-classroom-heading, #viasd-classroom-notes {{font-size: var(--viasd-class-notes, 1.05rem);}}
