@@ -143,8 +143,8 @@ class SharePanel:
             return {**update, self.autorun: (models or (EMBEDDED_ID, "")) if wants_run(params) else None}
 
         def autorun(models: tuple[str, str] | None, request: gr.Request = None, **values: Any):
-            if models is None:
-                yield {}
+            if models is None:  # no run=1: change nothing (an empty dict would count as one output value)
+                yield {outputs["status"]: gr.update()}
                 return
             if models != (EMBEDDED_ID, ""):
                 failed = _load_linked(tuple(models), session_id(request))
