@@ -24,7 +24,7 @@ from app.session import SESSIONS
 from app.settings import Settings
 from app.views import cards, charts, render
 from app.views.insight import insight_updates, measure_reliability, prediction_markdown
-from app.views.sensitivity import config_of, effect_line, reproduces, shares_line
+from app.views.sensitivity import effect_line, reproduces, shares_line
 from core import iter_generate, summarize
 from core.limits import RUN_TIME_BUDGET_S
 from core.trace import Trace
@@ -104,7 +104,7 @@ def reroute_refusal(settings: Settings, previous: Trace | None) -> str | None:
     re-route is simply a run with these thresholds."""
     if previous is None:
         return None
-    shown = config_of(previous)
+    shown = previous.config
     changed = {name for name in Settings.names() if name not in LIVE
                and getattr(Settings.of(shown, previous.prompt), name) != getattr(settings, name)}
     if changed - {"temperature", "top_p"} or (settings.sampling and changed):
@@ -124,7 +124,7 @@ def prediction(trace: Trace | None, reliability: object, tau_accept: float, tau_
         if reproduces(trace, tau_accept, tau_slim):
             return shares_line(tier_shares(trace), tau_accept, tau_slim, "exactly the run on screen (these "
                                "thresholds decide every token as it was decided)")
-        config = config_of(trace)
+        config = trace.config
         known = PREFETCHER.shares(trace.prompt, config, tau_accept, tau_slim)
         if known is not None:
             return shares_line(known, tau_accept, tau_slim, "the engine's re-route, computed ahead")

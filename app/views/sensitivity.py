@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from core.config import DecodeConfig
 from core.decoding.tiers import Reason
 from core.trace import TokenRecord, Trace
 
@@ -58,18 +57,9 @@ def tau_accept_gap(trace: Trace, tau_accept: float) -> Gap:
                len(tested), len(_routed(trace)))
 
 
-def config_of(trace: Trace) -> DecodeConfig:
-    """The run's config (always a DecodeConfig: Trace reads older dict configs as one)."""
-    return trace.config
-
-
-def _setting(trace: Trace, name: str) -> object:
-    return getattr(config_of(trace), name)
-
-
 def reproduces(trace: Trace, tau_accept: float, tau_slim: float) -> bool:
     """Whether these thresholds give exactly `trace` (τ_slim unchanged, τ_accept inside the run's gap)."""
-    config = config_of(trace)
+    config = trace.config
     if config.mode != "via" or round(tau_slim, 4) != round(config.tau_slim, 4):
         return False
     gap = tau_accept_gap(trace, config.tau_accept)
@@ -84,9 +74,9 @@ def shares_line(shares: dict[int, float], tau_accept: float, tau_slim: float, so
 
 def effect_line(trace: Trace | None) -> str:
     """One line for under the sliders when a one-notch move of τ_accept cannot change this run ("" otherwise)."""
-    if trace is None or not trace.tokens or _setting(trace, "mode") != "via":
+    if trace is None or not trace.tokens or trace.config.mode != "via":
         return ""
-    tau_accept, tau_slim = float(_setting(trace, "tau_accept")), float(_setting(trace, "tau_slim"))
+    tau_accept, tau_slim = trace.config.tau_accept, trace.config.tau_slim
     gap = tau_accept_gap(trace, tau_accept)
     if not gap.covers_neighbours(tau_accept):
         return ""
@@ -94,6 +84,8 @@ def effect_line(trace: Trace | None) -> str:
     low = f"{gap.lo + STEP:.2f}" if gap.lo >= 0 else "0"
     other = gap.routed - gap.tested
     slim = " Tier 2 is off (τ_slim 1.0)." if tau_slim >= 1.0 else ""
+    kept, cut = len(trace.tokens), len(trace.rolled_back)
     return (f"**Why the sliders change nothing here:** τ_accept anywhere from {low} to {gap.hi:.2f} gives this very "
-            f"run — the drafts it tests score {scores}, and {other} of {gap.routed} tokens were decided by rules it "
-            f"does not enter (a full pass that had already run, copies awaiting evidence, the audit).{slim}")
+            f"run — the drafts it tests score {scores}, and {other} of the {gap.routed} tokens routed ({kept} in the "
+            f"answer, {cut} cut by the audit) were decided by rules it does not enter (a full pass that had already "
+            f"run, copies awaiting evidence, the audit).{slim}")
