@@ -60,12 +60,6 @@ def status_line(trace: Trace, phase: str) -> str:
             f"<span title=\"{info.get('num_layers')} layers · {info.get('dtype')} on {info.get('device')} · "
             f"drafter: {info.get('drafter')}\">{info['verifier']}</span>")
 
-def final_update(trace: Trace, settings: Settings, phase: str, bundle: object = None,
-                 reliability: object = None) -> Update:
-    """Every Generate-tab output for a finished trace (the insight panel's too when `bundle` is given)."""
-    return {**text_update(trace, phase), **charts_update(trace, settings, bundle, reliability)}
-
-
 def text_update(trace: Trace, phase: str) -> Update:
     """What a visitor reads first: the text, the status and the headline cards (cheap: no figure)."""
     metrics = summarize(trace)

@@ -162,11 +162,6 @@ def _probability_of(logits: torch.Tensor, choice: np.ndarray) -> np.ndarray:
     return np.where(choice >= 0, picked, 0.0)
 
 
-def measure_many(bundle: ModelBundle, prompts: list[str], config: DecodeConfig) -> ReliabilityData:
-    """`measure` over several prompts (each with the full model's own output), pooled."""
-    return ReliabilityData.concat([measure(bundle, p, config) for p in prompts])
-
-
 # ---------------------------------------------------------------- arithmetic on the arrays (no model)
 
 def fires(confidence: np.ndarray, threshold: float) -> np.ndarray:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 import pandas as pd
 
 from core.analysis.fidelity import attach_fidelity, separate_numerics
-from core.analysis.metrics import measured_speedup, summarize
+from core.analysis.metrics import summarize
 from core.config import DecodeConfig
 from core.decoding.cost_profiles import CostProfile
 from core.decoding.engine import generate
@@ -52,27 +52,6 @@ def compare(bundle: ModelBundle, prompt: str, config: DecodeConfig, *, replay: b
         attach_fidelity(bundle, trace, reference)
     separate_numerics(traces)
     return traces
-
-
-def comparison_table(traces: dict[str, Trace]) -> pd.DataFrame:
-    """One row per mode with the headline metrics; speed-ups are over the plain run in `traces`."""
-    rows = []
-    for mode, trace in traces.items():
-        m = summarize(trace)
-        rows.append({
-            "mode": mode,
-            "tokens": m["tokens"],
-            "tokens/s (measured)": m["tokens_per_s"],
-            "speed-up (measured)": measured_speedup(trace, traces["plain"]) if "plain" in traces else None,
-            "speed-up (modelled accelerator)": m["modelled_speedup"],
-            "rejection rate": m["rejection_rate"],
-            "mean accepted length": m["mean_accepted_length"],
-            "full calls/token": m["full_calls_per_token"],
-            "identical to full": m.get("identical_to_full"),
-            "full-model agreement": m.get("full_agreement"),
-            "full-model NLL": m.get("full_nll"),
-        })
-    return pd.DataFrame(rows)
 
 
 def threshold_grid(bundle: ModelBundle, prompt: str, config: DecodeConfig, values: Iterable[float],

@@ -102,11 +102,6 @@ def shipped_profiles() -> dict[str, Path]:
     return {p.stem: p for p in sorted(PROFILE_DIR.glob("*.json"))}
 
 
-def profile_choices() -> dict[str, str]:
-    """Shipped profiles as {name: label}, for a chooser (the app's modelled card offers them)."""
-    return {name: load_profile(name).label for name in shipped_profiles()}
-
-
 def profile_dtype(name: str) -> str:
     """The dtype a shipped profile was measured in (read from its file)."""
     return load_profile(name).dtype
