@@ -153,9 +153,10 @@ class Calibrator:
         return hidden @ (weight if vocab is None else weight[vocab]).T
 
     def context_vocab(self, top: int) -> list[torch.Tensor]:
-        """Per text: ids < top, the stop tokens and every token of the text (prompt and output)."""
-        return [torch.tensor(sorted(set(range(min(top, self.vocab_size))) | set(t.sequence) | set(self.stop_ids)))
-                for t in self.texts]
+        """Per text: ids < top, the stop tokens and the prompt's tokens (not the output's: a head chosen before
+        decoding cannot know them, and including them would flatter its precision)."""
+        return [torch.tensor(sorted(set(range(min(top, self.vocab_size))) | set(t.sequence[:t.first])
+                                    | set(self.stop_ids))) for t in self.texts]
 
     def score(self, route: LayerRoute, target: float, signal: str, vocab_tops: tuple[int | None, ...] = (None,),
               hidden: torch.Tensor | None = None, taus: dict[int | None, float] | None = None) -> list[RouteScore]:

@@ -28,12 +28,14 @@ import torch
 
 from core.analysis.mask_search import Mask, margin_violation, search_masks
 from core.analysis.reliability import fires, signals_from_logits, teacher_forced_logits
-from core.analysis.slim_calibration import Calibrator, RouteScore, Text, build_texts, route_from_blocks
+from core.analysis.slim_calibration import Calibrator, RouteScore, Text, build_texts, route_cost, route_from_blocks
 from core.decoding.layer_routes import (
     PRESET_DIR,
     LayerRoute,
     model_signature,
     protected_layers,
+    resolve_route,
+    route_from_dict,
     route_to_dict,
     with_sublayer_skips,
 )
@@ -135,18 +137,22 @@ def cached_texts(bundle: ModelBundle, cal_prompts: list[str], held_prompts: list
     return cal, held
 
 
-def drafter_report(bundle: ModelBundle, held: Calibrator, taus: tuple[float, ...] = (0.9, 0.8, 0.7, 0.5)) -> dict:
-    """The drafter's own top-1 agreement with the verifier on held-apart text, and coverage / precision at each
-    tau_accept candidate (what tier 1 would keep, and how often rightly)."""
+def drafter_signals(bundle: ModelBundle, held: Calibrator) -> tuple[np.ndarray, np.ndarray]:
+    """The drafter's top-1 choice and probability at every held-apart position (teacher-forced)."""
     choices, confs = [], []
     for t in held.texts:
         logits = teacher_forced_logits(bundle.drafter.model, t.sequence, t.first)
-        vocab = held.vocab_size
-        choice, conf = signals_from_logits(logits[:, :vocab])
+        choice, conf = signals_from_logits(logits[:, :held.vocab_size])
         choices.append(choice)
         confs.append(conf["prob"])
-    choice, conf = np.concatenate(choices), np.concatenate(confs)
-    agree = choice == held.full_choice
+    return np.concatenate(choices), np.concatenate(confs)
+
+
+def drafter_report(choice: np.ndarray, conf: np.ndarray, full_choice: np.ndarray,
+                   taus: tuple[float, ...] = (0.9, 0.8, 0.7, 0.5)) -> dict:
+    """The drafter's own top-1 agreement with the verifier on held-apart text, and coverage / precision at each
+    tau_accept candidate (what tier 1 would keep, and how often rightly)."""
+    agree = choice == full_choice
     out = {"agreement": float(agree.mean()), "tokens": int(len(agree))}
     for tau in taus:
         taken = fires(conf, tau)
@@ -155,8 +161,23 @@ def drafter_report(bundle: ModelBundle, held: Calibrator, taus: tuple[float, ...
     return out
 
 
+def tier2_regime(held: Calibrator, route: LayerRoute, tau_slim: float, drafter_conf: np.ndarray,
+                 tau_accept: float = 0.9) -> dict:
+    """The shipped slim route on the held-apart positions that reach tier 2, those the drafter is under
+    tau_accept on: the hard tokens. The table's coverage is over every position; this is what tier 2 meets."""
+    choice, conf = signals_from_logits(held.head(held.final_hidden(route)))
+    unsure = ~fires(drafter_conf, tau_accept)
+    agree, taken = (choice == held.full_choice)[unsure], fires(conf["prob"], tau_slim)[unsure]
+    coverage, cost = float(taken.mean()) if unsure.any() else 0.0, route_cost(held.model, route)
+    return {"tau_accept": tau_accept, "tokens": int(unsure.sum()), "share": float(unsure.mean()),
+            "agreement": float(agree.mean()) if unsure.any() else float("nan"), "coverage": coverage,
+            "precision": float(agree[taken].mean()) if taken.any() else float("nan"), "cost": cost,
+            "net_saving": coverage - cost}
+
+
 def run(bundle: ModelBundle, name: str, command: str, *, tokens: int = 48, precision: float = 0.95,
         random_count: int = 8, generations: int = 3, children: int = 5, sublayer: bool = True, save: bool = True,
+        vocab_tops: tuple[int, ...] = (8192, 32768),
         prompts: tuple[str, ...] = CALIBRATION_PROMPTS, texts_cache: Path | None = None,
         log: Callable[[str], None] = print) -> dict:
     """The whole pair calibration (see the module docstring); returns the preset dict (saved unless `save` is off)."""
@@ -199,6 +220,8 @@ def run(bundle: ModelBundle, name: str, command: str, *, tokens: int = 48, preci
             rows.append(row)
             if row["held_apart"]["net_saving"] > best["held_apart"]["net_saving"]:
                 best = row
+    shipped_route = route_from_dict(best["route_spec"], model.config, "shipped")
+    rows += restricted_head_rows(cal, held, shipped_route, precision, vocab_tops)
     result = {"name": name, "model": model_signature(model.config), "command": command,
               "precision_target": precision, "signal": "prob", "objective": "margin violation, 1.5 nats",
               "routes": {"slim": best["route_spec"]},
@@ -207,12 +230,31 @@ def run(bundle: ModelBundle, name: str, command: str, *, tokens: int = 48, preci
               "held_apart": {"prompts": len(held_prompts), **best["held_apart"]},
               "ranking": ranking, "table": rows, "seconds": round(time.perf_counter() - start, 1)}
     if bundle.drafter is not None:
-        result["drafter"] = drafter_report(bundle, held)
+        choice, conf = drafter_signals(bundle, held)
+        result["drafter"] = drafter_report(choice, conf, held.full_choice)
+        result["tier2_regime"] = tier2_regime(held, shipped_route, result["slim"]["tau_slim"], conf)
     if save:
         path = Path(PRESET_DIR) / f"{name}.json"
         path.write_text(json.dumps(result, indent=1, default=_plain) + "\n")
         log(f"saved {path}")
     return result
+
+
+def restricted_head_rows(cal: Calibrator, held: Calibrator, route: LayerRoute, precision: float,
+                         tops: tuple[int, ...]) -> list[dict]:
+    """The lead "a restricted-vocabulary slim head", measured teacher-forced: the shipped mask and the full layers
+    with a head over ids < K plus the text's own tokens (cost modelled by weights read). Never shipped: the engine
+    has no restricted-head hook, so these rows answer only whether one would pay."""
+    rows = []
+    full = resolve_route("full", cal.model.config)
+    for top in (t for t in tops if t < cal.vocab_size):  # a head as wide as the vocabulary restricts nothing
+        for base, label in ((route, "shipped mask"), (full, "all layers")):
+            (score,) = cal.score(base, precision, "prob", (top,))
+            (out,) = held.score(base, precision, "prob", (top,), taus={top: score.tau_slim})
+            rows.append({"label": f"{label}, head {top} (not in the engine)", "route": base.describe(),
+                         "route_spec": route_to_dict(base), "objective": None, "vocab_top": top,
+                         "calibration": _rounded(score), "held_apart": _rounded(out)})
+    return rows
 
 
 def _score_row(cal: Calibrator, held: Calibrator, route: LayerRoute, precision: float, label: str,
@@ -244,7 +286,8 @@ def table_lines(result: dict) -> list[str]:
     for r in result["table"]:
         h = r["held_apart"]
         skips = r["route"].split("skips ", 1)[-1]
-        lines.append(f"| {r['label']} | {skips} | {h['cost']:.3f} | {r['objective']:.3f} | "
+        objective = "–" if r["objective"] is None else f"{r['objective']:.3f}"
+        lines.append(f"| {r['label']} | {skips} | {h['cost']:.3f} | {objective} | "
                      f"{r['calibration']['tau_slim']:.3f} | {h['agreement']:.3f} | {h['coverage']:.3f} | "
                      f"{h['precision']:.3f} | {h['net_saving']:+.3f} |")
     lines.append(f"shipped: {result['slim']['route']} (tau_slim {result['slim']['tau_slim']:.3f}); "
@@ -254,4 +297,10 @@ def table_lines(result: dict) -> list[str]:
         cells = "; ".join(f"{k}: coverage {v['coverage']:.2f}, precision {v['precision']:.2f}"
                           for k, v in d.items() if k.startswith("tau"))
         lines.append(f"drafter on held-apart text: agreement {d['agreement']:.3f} over {d['tokens']} tokens; {cells}")
+    if "tier2_regime" in result:
+        t = result["tier2_regime"]
+        lines.append(f"tier 2's own tokens (held-apart positions where the drafter is under tau_accept "
+                     f"{t['tau_accept']}: {t['tokens']}, {t['share']:.0%}): shipped mask agreement "
+                     f"{t['agreement']:.3f}, coverage {t['coverage']:.3f}, precision {t['precision']:.3f}, "
+                     f"net {t['net_saving']:+.3f}")
     return lines

@@ -48,6 +48,28 @@ def test_the_shipped_route_is_the_best_held_apart_net_saving_and_resolves(bundle
     assert "| 45 % searched |" in text and "shipped:" in text and "drafter on held-apart text" in text
 
 
+def test_restricted_heads_are_scored_for_the_shipped_mask_and_cost_less(bundle):
+    narrow = run(bundle, "tiny", "test", tokens=10, random_count=2, generations=1, children=1, save=False,
+                 prompts=PROMPTS, vocab_tops=(40, 10**6), sublayer=False, log=lambda *_: None)
+    heads = [r for r in narrow["table"] if r.get("vocab_top")]
+    assert [r["label"].split(",")[0] for r in heads] == ["shipped mask", "all layers"]  # 10**6 > vocabulary: none
+    shipped = next(r for r in narrow["table"] if r["route_spec"] == narrow["routes"]["slim"] and not r.get("vocab_top"))
+    assert heads[0]["held_apart"]["cost"] < shipped["held_apart"]["cost"]
+    assert heads[1]["route"].startswith("full") and heads[1]["held_apart"]["cost"] < 1.0
+    assert narrow["routes"]["slim"] == next(r for r in narrow["table"] if "searched" in r["label"]
+                                            and r["held_apart"]["net_saving"] == narrow["held_apart"]["net_saving"]
+                                            )["route_spec"]  # a restricted head is reported, never shipped
+
+
+def test_tier_two_is_scored_on_the_tokens_the_drafter_is_unsure_of(result):
+    t = result["tier2_regime"]
+    unsure = 1 - result["drafter"]["tau 0.9"]["coverage"]
+    assert t["tau_accept"] == 0.9 and t["share"] == pytest.approx(unsure)
+    assert t["tokens"] == round(unsure * result["drafter"]["tokens"])
+    assert t["net_saving"] == pytest.approx(t["coverage"] - t["cost"])
+    assert "tier 2's own tokens" in "\n".join(table_lines(result))
+
+
 def test_the_objective_is_zero_for_the_full_model_at_margin_zero(bundle):
     from core.analysis.slim_calibration import Calibrator, build_texts
 

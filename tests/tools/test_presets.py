@@ -24,3 +24,21 @@ def test_every_preset_validates(name):
 def test_an_unknown_preset_is_one_clear_line():
     with pytest.raises(ConfigError, match="no preset 'gpt'.*lookup"):
         preset("gpt")
+
+
+def test_the_tables_searched_slim_lead_is_the_shipped_calibrated_preset():
+    """core/tools/pair_bench.py spells the searched mask out; it must stay the one the search saved."""
+    import json
+
+    from transformers import Qwen2Config
+
+    from core.decoding.layer_routes import PRESET_DIR, resolve_route, route_to_dict
+    from core.tools.pair_bench import SEARCHED_SLIM, SEARCHED_TAU
+
+    saved = json.loads((PRESET_DIR / "qwen2.5-coder-1.5b.json").read_text())
+    config = Qwen2Config(num_hidden_layers=saved["model"]["num_layers"], hidden_size=saved["model"]["hidden_size"],
+                         vocab_size=saved["model"]["vocab_size"], num_attention_heads=12, num_key_value_heads=2)
+    assert route_to_dict(resolve_route(SEARCHED_SLIM, config)) == saved["routes"]["slim"]
+    assert resolve_route("calibrated-slim", config).key == resolve_route(SEARCHED_SLIM, config).key
+    assert SEARCHED_TAU == saved["slim"]["tau_slim"]
+    assert "status" not in saved  # a finished search, not the partial one
