@@ -31,16 +31,22 @@ from core.models.prompting import encode_prompt, stop_token_ids
 from core.trace import Fidelity, Trace
 
 
-def _full_scorer(bundle: ModelBundle, use_memo: bool) -> Scorer:
+def _full_scorer(bundle: ModelBundle, use_memo: bool, one_at_a_time: bool = False) -> Scorer:
     verifier = bundle.verifier
     route = resolve_route("full", verifier.model.config)
-    return Scorer("full", verifier.model, route, bundle.memo if use_memo else None, verifier.name)
+    name = verifier.name
+    if one_at_a_time and next(verifier.model.parameters()).dtype not in (torch.float32, torch.float64):
+        # In bf16 a k-token pass rounds differently from k one-token passes: the reference must not read back
+        # the run's own batched verdicts from the memo, or every lossless run would look identical to it.
+        name += " (one token at a time)"
+    return Scorer("full", verifier.model, route, bundle.memo if use_memo else None, name)
 
 
 def greedy_reference(bundle: ModelBundle, prompt_ids: list[int], max_new_tokens: int,
                      use_memo: bool = True) -> list[int]:
-    """The full model's plain greedy continuation of `prompt_ids`, up to a stop token or the cap."""
-    scorer = _full_scorer(bundle, use_memo)
+    """The full model's plain greedy continuation of `prompt_ids`, up to a stop token or the cap: one token per
+    pass, as plain decoding computes it (memoised apart from batched passes in reduced precision)."""
+    scorer = _full_scorer(bundle, use_memo, one_at_a_time=True)
     stops = stop_token_ids(bundle.verifier.model, bundle.verifier.tokenizer)
     tokens = list(prompt_ids)
     while len(tokens) - len(prompt_ids) < max_new_tokens:

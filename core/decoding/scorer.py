@@ -91,14 +91,14 @@ class Scorer:
         if self.memo is not None and self.read_memo:
             found = [self.memo.get(self.memo_key, p) for p in wanted]
             if all(f is not None for f in found):
-                return torch.stack(found).to(self.device), call
+                return torch.stack(found).to(self.device, torch.float32), call
         call.from_memo = False
         with Stopwatch(self.device) as watch:
             logits = self._forward(tokens, first, last)
         call.wall_s = watch.seconds
         if self.memo is not None:
-            self.memo.put_rows(self.memo_key, wanted, logits)
-        return logits, call
+            self.memo.put_rows(self.memo_key, wanted, logits)  # in the model's dtype: exact, and compact
+        return logits.float(), call
 
     @torch.inference_mode()
     def _forward(self, tokens: list[int], first: int, last: int) -> torch.Tensor:
@@ -111,7 +111,7 @@ class Scorer:
             out = self.model(input_ids=ids, position_ids=positions, cache=self._cache, use_cache=True,
                              logits_to_keep=wanted)
         self._cache_tokens = list(tokens[:last])
-        return out.logits[0, -wanted:].float()
+        return out.logits[0, -wanted:]  # the model's own dtype; callers get fp32 (score)
 
     def _crop(self, length: int) -> None:
         """Crop every layer's cache to an absolute length (layers skipped by the route stay empty)."""

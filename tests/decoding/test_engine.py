@@ -217,6 +217,46 @@ def test_replay_under_new_thresholds_equals_a_fresh_real_run(bundle):
     assert all(not c.from_memo for r in real.rounds for c in r.calls)
 
 
+def test_a_bf16_model_memoises_its_own_dtype_and_replays_exactly():
+    """bf16 logits are kept as bf16 (half the bytes: the pair's 151,936-token rows), and a run served wholly from
+    them decides exactly as the run that computed them: same tokens, same confidences to the last bit. (Against
+    a fresh run at other thresholds bf16 differs slightly anyway: a k-token pass rounds differently.)"""
+    from core.models.loading import LoadedModel
+
+    base = tiny_bundle("llama", layers=6, middle_scale=0.1, avoid_eos=True)
+    v = base.verifier
+    half = ModelBundle(verifier=LoadedModel(v.name, v.model.to(torch.bfloat16), v.tokenizer, v.device, torch.bfloat16))
+    computed = generate(half, PROMPT, mixed_config(), replay=True)
+    assert {entry.dtype for entry in half.memo._entries.values()} == {torch.bfloat16}
+    replayed = generate(half, PROMPT, mixed_config(), replay=True)
+    assert all(c.from_memo for r in replayed.rounds for c in r.calls)
+    assert replayed.token_ids == computed.token_ids
+
+    def decisions(trace):
+        return [(t.outcome, t.reason, t.draft_confidence, t.slim_confidence, t.full_confidence) for t in trace.tokens]
+
+    assert decisions(replayed) == decisions(computed)
+
+
+def test_in_bf16_the_fidelity_reference_is_plain_decoding_not_the_runs_own_batched_verdicts():
+    """The reference a bf16 run is judged against is what plain decoding computes (one token per pass), memoised
+    apart from the batched passes the run wrote, so numerics show as differences instead of hiding."""
+    from core.analysis.fidelity import reference_continuation
+    from core.models.loading import LoadedModel
+
+    base = tiny_bundle("llama", layers=6, middle_scale=0.1, avoid_eos=True)
+    v = base.verifier
+    half = ModelBundle(verifier=LoadedModel(v.name, v.model.to(torch.bfloat16), v.tokenizer, v.device, torch.bfloat16))
+    sd = generate(half, PROMPT, BASE.with_(mode="sd", drafter="self", max_new_tokens=24), replay=True)
+    reference = reference_continuation(half, sd)
+    plain = generate(fresh(half), PROMPT, BASE.with_(mode="plain", max_new_tokens=24), replay=False)
+    assert reference == plain.token_ids
+    assert any("(one token at a time)" in key for key, _ in half.memo._entries)
+    full = tiny_bundle("llama", layers=6, middle_scale=0.1, avoid_eos=True)  # `.to` above converted base in place
+    assert reference_continuation(full, generate(full, PROMPT, BASE.with_(mode="plain", max_new_tokens=8)))
+    assert not any("(one token at a time)" in key for key, _ in full.memo._entries)  # fp32 shares the memo
+
+
 def test_fidelity_matches_an_independent_no_memo_computation(bundle):
     trace = generate(bundle, PROMPT, mixed_config(), replay=True)
     fidelity = attach_fidelity(bundle, trace)
