@@ -60,6 +60,7 @@ class Prefetcher:
         self._cancel = threading.Event()
         self._thread: threading.Thread | None = None
         self.done: list[tuple[float, float]] = []  # pairs the last job finished (for tests and the status line)
+        self.scheduled = 0  # jobs started so far: a benchmark waits for the one a run schedules after its last update
         self._shares: OrderedDict[tuple, dict[int, float]] = OrderedDict()  # (run_key, τ pair) -> tier shares
 
     def shares(self, prompt: str, config: DecodeConfig, tau_accept: float, tau_slim: float) -> dict[int, float] | None:
@@ -96,6 +97,7 @@ class Prefetcher:
             self._cancel = threading.Event()
             cancel = self._cancel
             self.done = []
+            self.scheduled += 1
             self._thread = threading.Thread(target=self._run, args=(bundle, prompt, config, cancel),
                                             name="viasd-prefetch", daemon=True)
             self._thread.start()

@@ -30,8 +30,8 @@ PRESENTER_CLASS = "viasd-presenter"
 EMPTY = classroom.EMPTY
 
 CSS = f"""
-body.{PRESENTER_CLASS} {{--viasd-class-caption: 21px; --viasd-class-text: 24px; --viasd-class-table: 20px;
-  --viasd-class-notes: 20px; --viasd-class-button: 22px;}}
+body.{PRESENTER_CLASS} {{--viasd-class-caption: 21px; --viasd-class-caption-dense: 15px; --viasd-class-text: 24px;
+  --viasd-class-table: 20px; --viasd-class-notes: 20px; --viasd-class-button: 22px;}}
 body.{PRESENTER_CLASS} #viasd-intro {{display: none;}}
 body.{PRESENTER_CLASS} #viasd-walk-pick [data-testid="block-info"] {{display: none;}}
 body.{PRESENTER_CLASS} #viasd-walk-row button {{min-height: 0; padding-top: 6px; padding-bottom: 6px;}}
@@ -39,6 +39,7 @@ body.{PRESENTER_CLASS} #{CLASS_TOKENS_ID} {{max-height: 4.9em; overflow-y: auto;
 body.{PRESENTER_CLASS} #viasd-classroom-heading p {{white-space: nowrap; overflow: hidden; text-overflow: ellipsis;}}
 #viasd-caption .viasd-caption {{font-size: var(--viasd-class-caption, 1.15rem); line-height: 1.35;
   color: var(--viasd-fg, inherit);}}
+#viasd-caption .viasd-caption.dense {{font-size: var(--viasd-class-caption-dense, 1.15rem);}}  /* five or more points */
 .viasd-caption ol {{margin: 0.2rem 0 0.2rem 1.4rem; padding: 0;}}
 .viasd-caption p {{margin: 0.2rem 0;}}
 .viasd-caption p.viasd-tally {{font-size: 0.75em; line-height: 1.25;}}  /* the round's bookkeeping, below its story */

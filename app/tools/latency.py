@@ -201,9 +201,13 @@ def measure_preset(browser, url: str, label: str, settings: Settings, models: tu
                    notches: int, timeout_s: float) -> list[Move]:
     """Open the preset by its link (run=1), wait for the run and its prefetch, then time the moves."""
     page = browser.new_page(viewport={"width": 1366, "height": 900})
+    jobs = PREFETCHER.scheduled
     page.goto(url + query_of(settings, run=True, models=models), wait_until="domcontentloaded")
     page.wait_for_selector("#viasd-run", timeout=120_000)
     _wait_status(page, r"^Done", timeout_s * 1000)
+    started = time.perf_counter()  # "Done" shows before the figures; the prefetch is scheduled after them
+    while PREFETCHER.scheduled == jobs and time.perf_counter() - started < 60:
+        time.sleep(0.05)
     PREFETCHER.wait(timeout=timeout_s)  # the live experience: neighbours are warm
     page.evaluate(OBSERVE, WATCHED)
     moves, start = [], _slider_value(page, "viasd-tau-accept")

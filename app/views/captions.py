@@ -24,6 +24,10 @@ WHY: dict[str, str] = {reason: words.name("reason", reason) for reason in Reason
 TEMPLATE = re.compile(r"<\|[^|<>]{1,40}\|>(?:system|user|assistant)?\n?|</?s>|<eos>|<end_of_turn>")
 """Chat-template pieces in a draft's text: markers and the role name that follows a turn marker."""
 
+DENSE_POINTS = 5
+"""A round told in this many points or more is set in smaller type (class "dense"; presenter mode sizes it), so
+its caption still ends above a 1024x768 projector's fold."""
+
 
 def conf(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
@@ -201,5 +205,6 @@ def caption(trace: Trace, index: int, items: list[tuple[TokenRecord, str]], draf
     closing = (f"This round kept {rnd.accepted} of {n} drafted and wrote {rnd.emitted}.{audit} It cost "
                f"{sum(by_role.values()):.2f} full-model passes ({ran}). So far: {answer_tokens} tokens in the answer "
                f"for {cost_so_far:.2f} passes; plain decoding needs {plain_so_far:.2f}: {shown} (modelled).")
-    return (f"<div class='viasd-caption' data-round='{shown_round(index)}'>{opening}<ol>{points}</ol>"
+    dense = " dense" if len(grouped) >= DENSE_POINTS else ""  # smaller type, so a projector shows it whole
+    return (f"<div class='viasd-caption{dense}' data-round='{shown_round(index)}'>{opening}<ol>{points}</ol>"
             f"<p class='viasd-tally'>{html.escape(closing)}</p></div>")

@@ -109,7 +109,17 @@ def _fidelity_card(m: dict, trace: Trace | None) -> str:
                if (split := numerics_split(trace)) else "")
             + '</table>' + _spans_html(trace) + _expectations_html(trace)
             + '<div class="note">Words differing: words inserted, deleted or changed against the full model\'s own '
-              'answer. Token agreement: share of tokens that are the full model\'s own top choice.</div></div>')
+              'answer. Token agreement: share of tokens that are the full model\'s own top choice.'
+            + _reduced_precision_note(trace) + '</div></div>')
+
+
+def _reduced_precision_note(trace: Trace | None) -> str:
+    """In bf16 even lossless decoding differs from plain greedy; say so where the split is not measured."""
+    dtype = (getattr(trace, "models", None) or {}).get("dtype", "float32")
+    if dtype in ("float32", "float64") or numerics_split(trace):
+        return ""
+    return (f" In {html.escape(dtype)} a pass over several tokens rounds differently from one token at a time, so "
+            "even classic SD differs a little from plain greedy: Compare splits numerics from tiers.")
 
 
 def _routing_card(m: dict, h: Headline, trace: Trace | None) -> str:
