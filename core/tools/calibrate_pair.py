@@ -243,18 +243,20 @@ def run(bundle: ModelBundle, name: str, command: str, *, tokens: int = 48, preci
 def restricted_head_rows(cal: Calibrator, held: Calibrator, route: LayerRoute, precision: float,
                          tops: tuple[int, ...]) -> list[dict]:
     """The lead "a restricted-vocabulary slim head", measured teacher-forced: the shipped mask and the full layers
-    with a head over ids < K plus the text's own tokens (cost modelled by weights read). Never shipped: the engine
-    has no restricted-head hook, so these rows answer only whether one would pay."""
-    rows = []
-    full = resolve_route("full", cal.model.config)
-    for top in (t for t in tops if t < cal.vocab_size):  # a head as wide as the vocabulary restricts nothing
-        for base, label in ((route, "shipped mask"), (full, "all layers")):
-            (score,) = cal.score(base, precision, "prob", (top,))
-            (out,) = held.score(base, precision, "prob", (top,), taus={top: score.tau_slim})
-            rows.append({"label": f"{label}, head {top} (not in the engine)", "route": base.describe(),
-                         "route_spec": route_to_dict(base), "objective": None, "vocab_top": top,
-                         "calibration": _rounded(score), "held_apart": _rounded(out)})
-    return rows
+    with a head over ids < K plus the prompt's tokens and the stop tokens (cost modelled by weights read). Never
+    shipped: the engine has no restricted-head hook, so these rows answer only whether one would pay."""
+    tops = tuple(t for t in tops if t < cal.vocab_size)  # a head as wide as the vocabulary restricts nothing
+    if not tops:
+        return []
+    scored = {}
+    for base, label in ((route, "shipped mask"), (resolve_route("full", cal.model.config), "all layers")):
+        fitted = cal.score(base, precision, "prob", tops)  # one pass over the texts serves every head size
+        held_out = held.score(base, precision, "prob", tops, taus={s.vocab_top: s.tau_slim for s in fitted})
+        scored[label] = (base, fitted, held_out)
+    return [{"label": f"{label}, head {top} (not in the engine)", "route": base.describe(),
+             "route_spec": route_to_dict(base), "objective": None, "vocab_top": top,
+             "calibration": _rounded(fitted[k]), "held_apart": _rounded(held_out[k])}
+            for k, top in enumerate(tops) for label, (base, fitted, held_out) in scored.items()]
 
 
 def _score_row(cal: Calibrator, held: Calibrator, route: LayerRoute, precision: float, label: str,

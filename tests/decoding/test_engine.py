@@ -23,13 +23,14 @@ from core import (
     load_model,
     summarize,
 )
+from core.analysis.fidelity import reference_continuation
 from core.decoding.engine import encode_prompt, stop_token_ids
 from core.decoding.layer_routes import resolve_route
 from core.decoding.routed_layers import routed
 from core.decoding.scorer import Scorer
 from core.decoding.tiers import OUTCOME_TIER, REASON_TIER, Outcome, Reason
 from core.limits import MAX_PROMPT_CHARS
-from core.models.loading import ModelBundle
+from core.models.loading import LoadedModel, ModelBundle
 
 PROMPT = "the cat sat on the mat. the cat sat on the"
 LONG_PROMPT = "a cat sat on a mat and a dog sat on a log. the cat saw the dog and the dog saw the cat. then they sat."
@@ -217,15 +218,17 @@ def test_replay_under_new_thresholds_equals_a_fresh_real_run(bundle):
     assert all(not c.from_memo for r in real.rounds for c in r.calls)
 
 
+def bf16_bundle() -> ModelBundle:
+    """The test bundle's verifier in bfloat16 (a model of its own: `.to` converts in place)."""
+    v = tiny_bundle("llama", layers=6, middle_scale=0.1, avoid_eos=True).verifier
+    return ModelBundle(verifier=LoadedModel(v.name, v.model.to(torch.bfloat16), v.tokenizer, v.device, torch.bfloat16))
+
+
 def test_a_bf16_model_memoises_its_own_dtype_and_replays_exactly():
     """bf16 logits are kept as bf16 (half the bytes: the pair's 151,936-token rows), and a run served wholly from
     them decides exactly as the run that computed them: same tokens, same confidences to the last bit. (Against
     a fresh run at other thresholds bf16 differs slightly anyway: a k-token pass rounds differently.)"""
-    from core.models.loading import LoadedModel
-
-    base = tiny_bundle("llama", layers=6, middle_scale=0.1, avoid_eos=True)
-    v = base.verifier
-    half = ModelBundle(verifier=LoadedModel(v.name, v.model.to(torch.bfloat16), v.tokenizer, v.device, torch.bfloat16))
+    half = bf16_bundle()
     computed = generate(half, PROMPT, mixed_config(), replay=True)
     assert {entry.dtype for entry in half.memo._entries.values()} == {torch.bfloat16}
     replayed = generate(half, PROMPT, mixed_config(), replay=True)
@@ -241,18 +244,13 @@ def test_a_bf16_model_memoises_its_own_dtype_and_replays_exactly():
 def test_in_bf16_the_fidelity_reference_is_plain_decoding_not_the_runs_own_batched_verdicts():
     """The reference a bf16 run is judged against is what plain decoding computes (one token per pass), memoised
     apart from the batched passes the run wrote, so numerics show as differences instead of hiding."""
-    from core.analysis.fidelity import reference_continuation
-    from core.models.loading import LoadedModel
-
-    base = tiny_bundle("llama", layers=6, middle_scale=0.1, avoid_eos=True)
-    v = base.verifier
-    half = ModelBundle(verifier=LoadedModel(v.name, v.model.to(torch.bfloat16), v.tokenizer, v.device, torch.bfloat16))
+    half = bf16_bundle()
     sd = generate(half, PROMPT, BASE.with_(mode="sd", drafter="self", max_new_tokens=24), replay=True)
     reference = reference_continuation(half, sd)
     plain = generate(fresh(half), PROMPT, BASE.with_(mode="plain", max_new_tokens=24), replay=False)
     assert reference == plain.token_ids
     assert any("(one token at a time)" in key for key, _ in half.memo._entries)
-    full = tiny_bundle("llama", layers=6, middle_scale=0.1, avoid_eos=True)  # `.to` above converted base in place
+    full = tiny_bundle("llama", layers=6, middle_scale=0.1, avoid_eos=True)
     assert reference_continuation(full, generate(full, PROMPT, BASE.with_(mode="plain", max_new_tokens=8)))
     assert not any("(one token at a time)" in key for key, _ in full.memo._entries)  # fp32 shares the memo
 

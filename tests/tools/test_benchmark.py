@@ -1,7 +1,5 @@
 """The benchmark's anchors on tiny random models: Hugging Face's decoders and ours must emit the same greedy tokens."""
 
-from dataclasses import dataclass
-
 import pytest
 from tiny import tiny_bundle
 
@@ -9,12 +7,7 @@ from core.decoding.cost import CostModel
 from core.tools.bench_report import call_shape, format_row, summary
 from core.tools.bench_rows import HF_ASSISTED, HF_GREEDY, HF_LOOKUP, SAME_DRAFTS, Row, run_prompt
 from core.tools.benchmark import parse
-
-
-@dataclass(frozen=True)
-class Prompt:
-    text: str
-    expectations: object = None
+from examples import ExamplePrompt
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +16,7 @@ def rows():
     args = parse(["--max-new-tokens", "12", "--drafters", "ngram,self,model", "--gamma", "3", "--lookup-tokens", "4"])
     costs = CostModel(bundle.verifier.model)
     text = "the cat sat on the mat. the cat sat on the mat. the cat"
-    return run_prompt(bundle, Prompt(text), "tiny", args, costs, costs, flip=False)
+    return run_prompt(bundle, ExamplePrompt("tiny", 0, text), "tiny", args, costs, costs, flip=False)
 
 
 def test_every_method_runs_once_in_a_stable_order(rows):

@@ -1,8 +1,6 @@
 """The pair table (python -m core.benchmark --pair) on tiny random models: every row runs, the lossless ones are
 exact in fp32, and the report judges issue 13's targets from the numbers."""
 
-from dataclasses import dataclass
-
 import pytest
 from tiny import tiny_bundle
 
@@ -12,14 +10,9 @@ from core.tools.bench_rows import Row
 from core.tools.benchmark import parse
 from core.tools.pair_bench import BASELINES, HF_ASSISTED, HF_GREEDY, PLAIN, SD, VIA, methods, run_pair_prompt
 from core.tools.pair_report import lost_answers, method_stats, row_line, summary_lines
+from examples import ExamplePrompt
 
 LOSSLESS = {HF_GREEDY, HF_ASSISTED, "HF assisted γ", "HF lookup", PLAIN, SD, "VIA-SD audited", "SD γ=via"}
-
-
-@dataclass(frozen=True)
-class Prompt:
-    text: str
-    expectations: object = None
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +26,7 @@ def rows(args):
     bundle = tiny_bundle("llama", layers=4, drafter_layers=2)
     table = methods(args, "qwen2.5-coder")
     text = "the cat sat on the mat. the cat sat on the mat. the cat"
-    return run_pair_prompt(bundle, Prompt(text, Expectations(("cat",))), "tiny", table,
+    return run_pair_prompt(bundle, ExamplePrompt("tiny", 0, text, Expectations(("cat",))), "tiny", table,
                            CostModel(bundle.verifier.model), flip=True)
 
 

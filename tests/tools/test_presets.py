@@ -1,9 +1,14 @@
 """Named recommended settings: one place (core.config.preset), every one valid."""
 
+import json
+
 import pytest
+from transformers import Qwen2Config
 
 from core.config import LOOKUP_PRESET, PRESETS, preset
+from core.decoding.layer_routes import PRESET_DIR, resolve_route, route_to_dict
 from core.errors import ConfigError
+from core.tools.pair_bench import SEARCHED_SLIM, SEARCHED_TAU
 
 
 def test_lookup_is_the_lookup_preset_itself():
@@ -28,13 +33,6 @@ def test_an_unknown_preset_is_one_clear_line():
 
 def test_the_tables_searched_slim_lead_is_the_shipped_calibrated_preset():
     """core/tools/pair_bench.py spells the searched mask out; it must stay the one the search saved."""
-    import json
-
-    from transformers import Qwen2Config
-
-    from core.decoding.layer_routes import PRESET_DIR, resolve_route, route_to_dict
-    from core.tools.pair_bench import SEARCHED_SLIM, SEARCHED_TAU
-
     saved = json.loads((PRESET_DIR / "qwen2.5-coder-1.5b.json").read_text())
     config = Qwen2Config(num_hidden_layers=saved["model"]["num_layers"], hidden_size=saved["model"]["hidden_size"],
                          vocab_size=saved["model"]["vocab_size"], num_attention_heads=12, num_key_value_heads=2)
