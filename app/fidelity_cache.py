@@ -18,6 +18,7 @@ from core import attach_fidelity
 from core.analysis.fidelity import reference_continuation
 from core.models.loading import ModelBundle
 from core.trace import Fidelity, Trace
+from examples import expectations_for
 
 MAX_ENTRIES = 256
 
@@ -61,7 +62,7 @@ class FidelityCache:
         if reference is None:
             reference = reference_continuation(bundle, trace)
             self._remember(self._reference, answer, reference)
-        fidelity = attach_fidelity(bundle, trace, reference)
+        fidelity = attach_fidelity(bundle, trace, reference, expectations=expectations_for(trace.prompt))
         self._remember(self._fidelity, key, copy.deepcopy(fidelity))
         return fidelity
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
 
-from core.decoding.confidence import SIGNALS
-from core.decoding.policies import check_alpha
 from core.errors import ConfigError, shown
 from core.limits import MAX_GAMMA, MAX_NEW_TOKENS
+from core.vocabulary import SIGNALS, check_alpha
 
 MIN_TEMPERATURE = 0.01
 """Below this, logits / temperature overflow to inf and probabilities become NaN."""

@@ -8,11 +8,8 @@ from typing import Any
 
 import pandas as pd
 
-from core.analysis.expectations import ExpectationCheck
-from core.analysis.textdiff import WordSpan
 from core.config import DecodeConfig
-from core.decoding.cost_profiles import DEFAULT_PROFILE
-from core.decoding.tiers import Audit, Tier
+from core.vocabulary import DEFAULT_PROFILE, Audit, ExpectationCheck, Tier, WordSpan
 
 
 @dataclass

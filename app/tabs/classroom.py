@@ -18,10 +18,10 @@ from app.prefetch import PREFETCHER
 from app.session import SESSIONS, session_id
 from app.views import render, walkthroughs, words
 from app.views import round_replay as classroom
-from core import generate
+from core import attach_fidelity, generate
 from core.errors import ConfigError
 from core.trace import Trace
-from examples import load_walkthroughs
+from examples import expectations_for, load_walkthroughs
 
 MODEL = {"concurrency_id": "model", "concurrency_limit": 1}
 OUTPUTS = ("heading", "round_slider", "tokens", "round_table", "caption", "trace", "notes")
@@ -132,9 +132,10 @@ def _run_fix(title: str, session: str) -> tuple[Trace, Trace]:
         raise ConfigError(f"the walkthrough '{title}' has no fix to run")
     bundle = SESSIONS.bundle(session)
     with PREFETCHER.foreground():
-        before = generate(bundle, walkthrough["prompt"], walkthroughs.walkthrough_config(walkthrough), replay=True,
-                          fidelity=True)
-        after = generate(bundle, walkthrough["prompt"], fixed, replay=True, fidelity=True)
+        before = generate(bundle, walkthrough["prompt"], walkthroughs.walkthrough_config(walkthrough), replay=True)
+        after = generate(bundle, walkthrough["prompt"], fixed, replay=True)
+        for trace in (before, after):
+            attach_fidelity(bundle, trace, expectations=expectations_for(walkthrough["prompt"]))
     return before, after
 
 

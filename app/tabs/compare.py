@@ -24,6 +24,7 @@ from app.views.tradeoff_chart import tradeoff_chart
 from core import attach_fidelity, generate, summarize
 from core.analysis.sweep import scheme_points, sweep_schemes, threshold_grid
 from core.errors import ConfigError, shown
+from examples import expectations_for
 
 MODEL = {"concurrency_id": "model", "concurrency_limit": 1}
 DEFAULT_GRID = "0.3, 0.5, 0.7, 0.9, 1.0"
@@ -87,7 +88,7 @@ def _compare(settings: Settings, session: str, real_timing: bool):
                                                           "; measuring fidelity…")}
         reference = traces["plain"].token_ids if config.greedy else None
         for trace in traces.values():
-            attach_fidelity(bundle, trace, reference)
+            attach_fidelity(bundle, trace, reference, expectations=expectations_for(settings.prompt))
     # replayed wall clock means nothing: without real timing the measured columns are left out
     table = tables.compare_table(traces, {mode: mode_label(mode, traces[mode], short=True) for mode in traces},
                                  measured=real_timing)

@@ -23,8 +23,8 @@ from app.views.insight import prediction_markdown
 from app.views.reliability_chart import confidence_histogram_figure, reliability_figure
 from app.widgets import lenient
 from core.config import COPY_EVIDENCE
-from core.decoding.layer_routes import PRESETS
 from core.limits import MAX_GAMMA, MAX_NEW_TOKENS
+from core.models.layer_routes import PRESETS
 from examples import FAMILIES, load_prompts
 
 MODEL = {"concurrency_id": "model", "concurrency_limit": 1}

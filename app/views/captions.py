@@ -15,8 +15,8 @@ import re
 from app.views import words
 from app.views.render import REPLACED, audits_copies, is_special, shown_round
 from core.analysis.metrics import modelled_speedup
-from core.decoding.tiers import Reason
 from core.trace import TokenRecord, Trace
+from core.vocabulary import Reason
 
 WHY: dict[str, str] = {reason: words.name("reason", reason) for reason in Reason}
 """Short label of each recorded reason, for the round table's "why" column (app.views.words)."""

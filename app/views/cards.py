@@ -13,8 +13,8 @@ from app.views import words
 from app.views.numbers import Headline, headline, plural, speed_text
 from app.views.render import audit_counts, audits_copies
 from core.analysis.fidelity import numerics_split
-from core.decoding.tiers import Outcome
 from core.trace import Trace
+from core.vocabulary import Outcome
 
 __all__ = ["audit_summary", "headline_html", "metrics_html", "speed_text"]
 

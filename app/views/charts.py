@@ -16,8 +16,8 @@ from app.views.chart_style import finish
 from app.views.grid_chart import tradeoff_figure
 from app.views.render import OUTCOMES, shown_round
 from core.analysis.metrics import summarize
-from core.decoding.tiers import Outcome
 from core.trace import Trace
+from core.vocabulary import Outcome
 
 ROLE_COLOURS = {"drafter": "#009E73", "slim": "#56B4E9", "full": "#E69F00"}
 __all__ = ["ROLE_COLOURS", "confidence_figure", "timeline_figure", "tradeoff_figure"]  # tradeoff: app.tabs.generate

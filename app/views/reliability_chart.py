@@ -23,7 +23,7 @@ from core.analysis.reliability import (
     coverage_precision,
     reliability_bins,
 )
-from core.decoding.tiers import Tier
+from core.vocabulary import Tier
 
 AGREE_COLOURS = {True: "#009E73", False: "#D55E00"}  # Okabe-Ito green / vermillion
 TIER_COLOURS = {1: "#009E73", 2: "#56B4E9", 3: "#E69F00"}

@@ -23,8 +23,8 @@ from collections import Counter
 from collections.abc import Collection
 
 from app.views import words
-from core.decoding.tiers import OUTCOME_TIER, Audit, Outcome, Reason, Tier
 from core.trace import TokenRecord, Trace
+from core.vocabulary import OUTCOME_TIER, Audit, Outcome, Reason, Tier
 
 TOKENS_ELEM_ID = "viasd-tokens"
 

@@ -16,8 +16,8 @@ from dataclasses import replace
 
 from app.views import captions, words
 from app.views.render import REPLACED, audits_copies, shown_round, token_style
-from core.decoding.tiers import Audit, Reason
 from core.trace import TokenRecord, Trace
+from core.vocabulary import Audit, Reason
 
 EMPTY = "Load a walkthrough or use your last run to start the replay."
 Decode = Callable[[int], "str | None"]

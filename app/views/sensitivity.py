@@ -17,8 +17,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from core.decoding.tiers import Reason
 from core.trace import TokenRecord, Trace
+from core.vocabulary import Reason
 
 STEP = 0.05
 TAU_ACCEPT_TESTED = {Reason.DRAFT_CONFIDENT, Reason.SLIM_CONFIDENT, Reason.NOT_CONFIDENT}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.decoding.tiers import Outcome, Reason, Tier, Why
+from core.vocabulary import Outcome, Reason, Tier, Why
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 from core.analysis.metrics import judged_drafts, summarize
 from core.decoding.cost import CostModel
-from core.decoding.routed_layers import decoder_layers
-from core.decoding.tiers import Outcome
+from core.models.routed_layers import decoder_layers
 from core.trace import Trace
+from core.vocabulary import Outcome
 
 
 @dataclass(frozen=True)

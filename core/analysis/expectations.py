@@ -10,19 +10,10 @@ trailing unit or LaTeX box are ignored), so an answer that stops mid-way or ends
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from enum import Enum
+from dataclasses import dataclass
 
 from core.errors import ConfigError
-
-
-class ExpectationKind(str, Enum):
-    MUST_APPEAR = "must appear"
-    MUST_NOT_APPEAR = "must not appear"
-    FINAL_ANSWER = "final answer"
-
-    def __str__(self) -> str:
-        return str(self.value)
+from core.vocabulary import ExpectationCheck, ExpectationKind
 
 
 @dataclass(frozen=True)
@@ -62,16 +53,6 @@ class Expectations:
         answer = data.get("answer")
         return cls(tuple(data.get("must_appear", ())), tuple(data.get("must_not_appear", ())),
                    None if answer is None else str(answer))
-
-
-@dataclass
-class ExpectationCheck:
-    """One expectation checked against one text (`full_met`: the same check on the full model's own output)."""
-
-    kind: str  # an ExpectationKind value
-    term: str
-    met: bool
-    full_met: bool | None = field(default=None)
 
 
 def contains(text: str, term: str) -> bool:

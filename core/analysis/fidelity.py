@@ -24,8 +24,8 @@ import torch
 
 from core.analysis.expectations import Expectations
 from core.analysis.textdiff import word_diff
-from core.decoding.layer_routes import resolve_route
 from core.decoding.scorer import Scorer
+from core.models.layer_routes import resolve_route
 from core.models.loading import ModelBundle
 from core.models.prompting import encode_prompt, stop_token_ids
 from core.trace import Fidelity, Trace
@@ -80,18 +80,12 @@ def teacher_forced(bundle: ModelBundle, prompt_ids: list[int], output_ids: list[
     return agreement, nll
 
 
-def expectations_for(prompt: str) -> Expectations | None:
-    """The expectations an example prompt carries (None for prompts typed by hand or without any)."""
-    from examples import expectations_for as lookup  # examples are data; core only reads them here
-
-    return lookup(prompt)
-
-
 def attach_fidelity(bundle: ModelBundle, trace: Trace, reference: list[int] | None = None,
                     use_memo: bool = True, expectations: Expectations | None = None) -> Fidelity:
     """Measure and store `trace.fidelity`; pass `reference` when the plain run is already at hand.
 
-    `expectations` default to those of the example prompt with the trace's exact text, if any."""
+    `expectations` are the task's checks (an example prompt's, `examples.expectations_for`); None checks nothing.
+    The caller passes them: core below core/tools never reads the examples."""
     if reference is None:
         reference = reference_continuation(bundle, trace, use_memo)
     output = trace.token_ids
@@ -103,8 +97,6 @@ def attach_fidelity(bundle: ModelBundle, trace: Trace, reference: list[int] | No
     output_text = tokenizer.decode(output, skip_special_tokens=True)
     reference_text = tokenizer.decode(reference, skip_special_tokens=True)
     diff = word_diff(output_text, reference_text, getattr(tokenizer, "all_special_tokens", ()))
-    if expectations is None:
-        expectations = expectations_for(trace.prompt)
     checks = expectations.check(output_text) if expectations else []
     for check, on_reference in zip(checks, expectations.check(reference_text) if expectations else [], strict=True):
         check.full_met = on_reference.met

@@ -44,8 +44,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from core.decoding.tiers import Outcome, Reason
 from core.trace import Trace
+from core.vocabulary import Outcome, Reason
 
 ACCEPTED = {Outcome.DIRECT_ACCEPT.value, Outcome.SLIM_ACCEPT.value, Outcome.FULL_ACCEPT.value}
 

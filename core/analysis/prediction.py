@@ -26,8 +26,9 @@ import numpy as np
 from core.analysis.reliability import PREDICTED_LABEL, ReliabilityData
 from core.config import DecodeConfig
 from core.decoding.adaptive import CopyAudit, SlimGate
-from core.decoding.tiers import Reason, Tier, TierDecision, decide_tier
+from core.decoding.tiers import decide_tier
 from core.trace import TokenRecord
+from core.vocabulary import Reason, Tier, TierDecision
 
 
 @dataclass(frozen=True)

@@ -21,14 +21,15 @@ import pandas as pd
 import torch
 
 from core.config import DecodeConfig
-from core.decoding.confidence import SIGNALS, confidences
+from core.decoding.confidence import confidences
 from core.decoding.cost import CostModel
 from core.decoding.drafters import PromptLookupDrafter
 from core.decoding.engine import generate
-from core.decoding.layer_routes import LayerRoute, resolve_route
-from core.decoding.routed_layers import routed
+from core.models.layer_routes import LayerRoute, resolve_route
 from core.models.loading import ModelBundle
 from core.models.prompting import encode_prompt, stop_token_ids
+from core.models.routed_layers import routed
+from core.vocabulary import SIGNALS
 
 PREDICTED_LABEL = "predicted, teacher-forced on the current text"
 """The caption every predicted number carries (the app shows it beside measured numbers)."""

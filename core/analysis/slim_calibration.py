@@ -19,10 +19,10 @@ import torch
 from core.analysis.reliability import fires, lowest_threshold_for_precision, signals_from_logits
 from core.config import DecodeConfig
 from core.decoding.engine import generate
-from core.decoding.layer_routes import LayerRoute, resolve_route, route_to_dict, with_sublayer_skips
-from core.decoding.routed_layers import decoder_layers, routed
+from core.models.layer_routes import LayerRoute, resolve_route, route_to_dict, with_sublayer_skips
 from core.models.loading import ModelBundle
 from core.models.prompting import encode_prompt, stop_token_ids
+from core.models.routed_layers import decoder_layers, routed
 
 Block = tuple[int, str]
 """One routable unit: (layer index, "attention" | "mlp")."""
@@ -49,7 +49,7 @@ class RouteScore:
     net_saving: float  # coverage - cost: full passes saved per token reaching tier 2
     vocab_top: int | None = None  # restricted head size (None: the whole vocabulary)
     tokens: int = 0
-    route_spec: dict | None = None  # core.decoding.layer_routes.route_to_dict of the route
+    route_spec: dict | None = None  # core.models.layer_routes.route_to_dict of the route
 
 
 def _params(module: torch.nn.Module | None) -> int:

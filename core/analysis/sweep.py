@@ -17,22 +17,24 @@ from collections.abc import Callable, Iterable, Sequence
 
 import pandas as pd
 
+from core.analysis.expectations import Expectations
 from core.analysis.fidelity import attach_fidelity, separate_numerics
 from core.analysis.metrics import summarize
 from core.config import DecodeConfig
 from core.decoding.cost_profiles import CostProfile
 from core.decoding.engine import generate
-from core.decoding.policies import exact_alpha
 from core.errors import ConfigError
 from core.models.loading import ModelBundle
 from core.trace import Trace
+from core.vocabulary import exact_alpha
 
 
 def compare(bundle: ModelBundle, prompt: str, config: DecodeConfig, *, replay: bool = False,
             should_stop: Callable[[], bool] | None = None,
             on_progress: Callable[[int, int], None] | None = None,
-            profile: CostProfile | str | None = None) -> dict[str, Trace]:
-    """Plain, classic SD and VIA-SD on the same prompt, in one run, each with fidelity measured.
+            profile: CostProfile | str | None = None, expectations: Expectations | None = None) -> dict[str, Trace]:
+    """Plain, classic SD and VIA-SD on the same prompt, in one run, each with fidelity measured (and the
+    task's `expectations` checked, when given).
 
     With replay=False every pass runs for real, so the tokens/s columns are comparable. A stop
     request ends the current run early and skips the rest (their traces are then missing).
@@ -49,7 +51,7 @@ def compare(bundle: ModelBundle, prompt: str, config: DecodeConfig, *, replay: b
         return traces  # stopped: no fidelity, which would need a full reference run
     reference = traces["plain"].token_ids if config.greedy else None
     for trace in traces.values():
-        attach_fidelity(bundle, trace, reference)
+        attach_fidelity(bundle, trace, reference, expectations=expectations)
     separate_numerics(traces)
     return traces
 

@@ -15,35 +15,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from enum import Enum
+
+from core.vocabulary import EditKind, WordSpan
 
 SPECIAL_TOKEN = re.compile(r"<\|[^|<>\s]{1,40}\|>|</?s>")
-
-
-class EditKind(str, Enum):
-    """How an output span differs from the reference span at the same place."""
-
-    INSERTED = "inserted"  # words in the output that the reference does not have
-    DELETED = "deleted"  # reference words missing from the output
-    SUBSTITUTED = "substituted"  # output words standing where the reference has other words
-
-    def __str__(self) -> str:
-        return str(self.value)
-
-
-@dataclass(frozen=True)
-class WordSpan:
-    """One maximal run of differing words. Indices are word positions; `*_words` are the words."""
-
-    kind: str  # an EditKind value
-    output_start: int
-    output_words: tuple[str, ...]
-    reference_start: int
-    reference_words: tuple[str, ...]
-
-    @property
-    def edits(self) -> int:
-        return max(len(self.output_words), len(self.reference_words))
 
 
 @dataclass(frozen=True)

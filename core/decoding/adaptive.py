@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from core.decoding.tiers import Audit
 from core.trace import TokenRecord
+from core.vocabulary import Audit
 
 TRUST_AFTER = 2
 """Under copy_evidence "audit", copies are kept on trust only after the full model kept a whole copy in this

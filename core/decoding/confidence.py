@@ -11,12 +11,6 @@ import math
 
 import torch
 
-SIGNALS = {
-    "prob": "probability of the chosen token",
-    "margin": "top-1 minus top-2 probability",
-    "entropy": "1 - entropy / log(vocabulary size)",
-}
-
 
 def confidences(probs: torch.Tensor, chosen: torch.Tensor, signal: str = "prob") -> torch.Tensor:
     """Confidence per row of `probs` [k, vocab] (rows sum to 1) for tokens `chosen` [k], on the device:

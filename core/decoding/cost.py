@@ -12,8 +12,8 @@ from __future__ import annotations
 import torch
 
 from core.decoding.cost_profiles import CostProfile, ModelCosts, accelerator_costs, device_profile, load_profile
-from core.decoding.layer_routes import LayerRoute
-from core.decoding.routed_layers import decoder_layers
+from core.models.layer_routes import LayerRoute
+from core.models.routed_layers import decoder_layers
 from core.trace import Trace
 
 

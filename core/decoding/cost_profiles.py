@@ -16,12 +16,10 @@ from pathlib import Path
 
 import torch
 
-from core.decoding.routed_layers import decoder_layers
 from core.errors import ProfileError
+from core.models.routed_layers import decoder_layers
 
 PROFILE_DIR = Path(__file__).resolve().parent.parent / "profiles"
-DEFAULT_PROFILE = "accelerator-modelled"
-"""The profile traces are priced with unless one is chosen: the memory-bound accelerator model."""
 
 TOKEN_COUNTS = (1, 2, 4, 8, 16, 64)
 RIDGE_TOKENS = 295.0

@@ -42,24 +42,24 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 
-from core.analysis.fidelity import attach_fidelity
 from core.config import DecodeConfig
 from core.decoding.adaptive import CopyAudit, SlimGate
 from core.decoding.cost import CostModel
 from core.decoding.cost_profiles import CostProfile
 from core.decoding.drafters import Draft, Drafter, HybridDrafter, ModelDrafter, PromptLookupDrafter
-from core.decoding.layer_routes import resolve_route
 from core.decoding.policies import RULES
 from core.decoding.rounds import Output, RoundResult
 from core.decoding.sampling import ExactRule, Sampler, Verdict
 from core.decoding.scorer import Scorer, ScorerCall
-from core.decoding.tiers import Outcome, Reason, Tier, TierDecision, Why, decide_tier, outcome_of
+from core.decoding.tiers import decide_tier, outcome_of
 from core.decoding.timing import Stopwatch
 from core.decoding.verifier_pass import VerifierPass
 from core.errors import ConfigError
+from core.models.layer_routes import resolve_route
 from core.models.loading import ModelBundle
 from core.models.prompting import encode_prompt, stop_token_ids
 from core.trace import CallRecord, RoundRecord, TokenRecord, Trace
+from core.vocabulary import Outcome, Reason, Tier, TierDecision, Why
 
 __all__ = ["encode_prompt", "generate", "iter_generate", "stop_token_ids"]
 
@@ -290,11 +290,10 @@ def iter_generate(bundle: ModelBundle, prompt: str, config: DecodeConfig, *, rep
 
 
 def generate(bundle: ModelBundle, prompt: str, config: DecodeConfig, *, replay: bool = True,
-             fidelity: bool = False, should_stop: Callable[[], bool] | None = None,
-             time_budget_s: float | None = None, profile: CostProfile | str | None = None) -> Trace:
-    """Run one generation to the end and return its trace (optionally with fidelity measured)."""
+             should_stop: Callable[[], bool] | None = None, time_budget_s: float | None = None,
+             profile: CostProfile | str | None = None) -> Trace:
+    """Run one generation to the end and return its trace. Fidelity is measured by the caller
+    (`core.analysis.fidelity.attach_fidelity`): decoding never reaches up into analysis."""
     *_, trace = iter_generate(bundle, prompt, config, replay=replay, should_stop=should_stop,
                               time_budget_s=time_budget_s, profile=profile)
-    if fidelity:
-        attach_fidelity(bundle, trace)
     return trace

@@ -55,8 +55,8 @@ from functools import partial
 import torch
 
 from core.decoding.sampling import Sampler, Verdict, aligned, verify
-from core.decoding.tiers import Why
 from core.errors import ConfigError
+from core.vocabulary import DEFERRAL_RULES, LOSSY_RULES, Why, check_alpha
 
 
 def _draft_distribution(q: torch.Tensor, token: int, p: torch.Tensor | None) -> torch.Tensor:
@@ -101,17 +101,8 @@ class BildRule:
         return _exact(self.sampler, q, token, p, best)
 
 
-DEFERRAL_RULES = {
-    "chow": "defer when max p < 1 - alpha (the drafter is unsure)",
-    "diff": "defer when max q - max p > alpha (the verifier is surer than the drafter)",
-    "opt": "defer when max q - max p > alpha * TV(p, q) (the paper's optimal rule, plug-in form)",
-}
-
-
 class CascadeRule:
     """A speculative cascade: defer to the verifier (pi = q) or keep the drafter (pi = p), then verify against pi."""
-
-    exact_alphas = {"chow": -1.0, "diff": -1.0, "opt": -2.0}
 
     def __init__(self, sampler: Sampler, deferral: str, alpha: float) -> None:
         if deferral not in DEFERRAL_RULES:
@@ -144,36 +135,6 @@ class CascadeRule:
             return Verdict(True, token, Why.NOT_DEFERRED)
         top = int(torch.argmax(p_full))  # greedy drafters draft p's argmax, so this keeps the draft
         return Verdict(top == token, top, Why.NOT_DEFERRED if top == token else Why.NOT_DEFERRED_REPLACED)
-
-
-LOSSY_RULES = {
-    "bild": "BiLD rollback: reject a draft token when -log q(token) > alpha (nats); exact at 0",
-    "cascade-chow": "Speculative Cascade, Chow deferral: " + DEFERRAL_RULES["chow"] + "; exact at -1",
-    "cascade-diff": "Speculative Cascade, Diff deferral: " + DEFERRAL_RULES["diff"] + "; exact at -1",
-    "cascade-opt": "Speculative Cascade, OPT deferral: " + DEFERRAL_RULES["opt"] + "; exact at -2",
-}
-
-
-def alpha_range(name: str) -> tuple[float, float]:
-    """The meaningful range of `verify_alpha` for a lossy rule (its exact setting is the low end)."""
-    if name == "bild":
-        return 0.0, 1.0e6
-    if isinstance(name, str) and name in LOSSY_RULES:
-        exact = CascadeRule.exact_alphas[name.removeprefix("cascade-")]
-        return exact, 1.0
-    raise ConfigError(f"verify_rule must be one of exact, {', '.join(LOSSY_RULES)}, not '{name}'")
-
-
-def exact_alpha(name: str) -> float:
-    """The `verify_alpha` at which rule `name` is classic speculative decoding."""
-    return alpha_range(name)[0]
-
-
-def check_alpha(name: str, alpha: float) -> None:
-    """Raise one ConfigError when `alpha` is outside rule `name`'s range."""
-    low, high = alpha_range(name)
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not low <= alpha <= high:
-        raise ConfigError(f"verify_alpha for '{name}' must be within [{low:g}, {high:g}], got {alpha}")
 
 
 def make_rule(name: str, sampler: Sampler, alpha: float) -> BildRule | CascadeRule:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from core.decoding.tiers import Audit
 from core.trace import RoundRecord, TokenRecord, Trace
+from core.vocabulary import Audit
 
 
 @dataclass

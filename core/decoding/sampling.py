@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from core.decoding.tiers import Why
+from core.vocabulary import Why
 
 
 class Sampler:

@@ -24,10 +24,10 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
-from core.decoding.layer_routes import LayerRoute
-from core.decoding.memo import PredictionMemo, memo_key
-from core.decoding.routed_layers import routed
 from core.decoding.timing import Stopwatch
+from core.models.layer_routes import LayerRoute
+from core.models.memo import PredictionMemo, memo_key
+from core.models.routed_layers import routed
 
 
 @dataclass

@@ -20,13 +20,13 @@ from dataclasses import dataclass, field
 
 import torch
 
-from core.decoding.memo import PredictionMemo
-from core.decoding.routed_layers import make_routable
 from core.errors import ModelLoadError, TokenizerMismatchError, shown
 from core.models.catalog import EMBEDDED_ID, QWEN_CODER_05B_ID, QWEN_CODER_15B_ID, WHEEL_MODELS
+from core.models.memo import PredictionMemo
 from core.models.policy import ModelPolicy, ModelSize, hub_reachable, local_folder
 from core.models.precision import DTYPES, resolve_dtype
 from core.models.resources import cache_dir, require_memory
+from core.models.routed_layers import make_routable
 from core.models.wheels import Progress, install, no_progress
 
 __all__ = [

@@ -116,7 +116,7 @@ def run_prompt(bundle: ModelBundle, prompt: object, label: str, args: argparse.N
     expectations = getattr(prompt, "expectations", None)
     for row in rows:
         if row.trace is not None:
-            attach_fidelity(bundle, row.trace, plain.token_ids)
+            attach_fidelity(bundle, row.trace, plain.token_ids, expectations=expectations)
             m = summarize(row.trace)
             row.words_differing = m.get("words_differing", 0.0 if m.get("identical_to_full") else None)
             if m.get("expectations_total"):

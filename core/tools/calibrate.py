@@ -16,7 +16,7 @@ teacher-forced per position on the full model's own greedy outputs (core.analysi
 batches several tokens into one pass, which this per-token view leaves out.
 
 Search space (each one teacher-forced pass over the calibration text per candidate):
-* whole layers and, as in SWIFT, attention and MLP blocks apart (core.decoding.layer_routes sub-layer routes);
+* whole layers and, as in SWIFT, attention and MLP blocks apart (core.models.layer_routes sub-layer routes);
   blocks are ranked once by the harm of dropping each alone per unit of cost saved, then every
   prefix of that ranking is scored and the best kept;
 * a restricted output vocabulary for the slim head: the first K token ids (BPE ids are roughly in
@@ -36,7 +36,7 @@ Hooks the engine needs before sub-layer routes and restricted heads can run ther
   of the output matrix for the restricted vocabulary (ids < K, the stop ids and every token of the
   prefix) and scatter them into a full-width row of -inf, so sampling, confidence and verification
   stay unchanged; K belongs in the memo key (a `LayerRoute` field would put it there).
-The memo key already covers sub-layer skips (core.decoding.memo.memo_key reads every route field).
+The memo key already covers sub-layer skips (core.models.memo.memo_key reads every route field).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ from core.analysis.slim_calibration import (
     build_texts,
     route_from_blocks,
 )
-from core.decoding.layer_routes import (
+from core.models.layer_routes import (
     PRESET_DIR,
     LayerRoute,
     model_signature,
@@ -67,8 +67,8 @@ from core.decoding.layer_routes import (
     resolve_route,
     route_to_dict,
 )
-from core.decoding.routed_layers import decoder_layers
 from core.models.loading import EMBEDDED_ID, load_bundle
+from core.models.routed_layers import decoder_layers
 from core.tools import calibrate_pair
 from core.tools.pair_bench import PAIRS
 

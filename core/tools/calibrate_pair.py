@@ -29,7 +29,7 @@ import torch
 from core.analysis.mask_search import Mask, margin_violation, search_masks
 from core.analysis.reliability import fires, signals_from_logits, teacher_forced_logits
 from core.analysis.slim_calibration import Calibrator, RouteScore, Text, build_texts, route_cost, route_from_blocks
-from core.decoding.layer_routes import (
+from core.models.layer_routes import (
     PRESET_DIR,
     LayerRoute,
     model_signature,
@@ -39,8 +39,8 @@ from core.decoding.layer_routes import (
     route_to_dict,
     with_sublayer_skips,
 )
-from core.decoding.routed_layers import decoder_layers
 from core.models.loading import ModelBundle
+from core.models.routed_layers import decoder_layers
 
 CALIBRATION_PROMPTS = (
     "Write a Python function that merges two sorted lists into one sorted list.",

@@ -8,11 +8,10 @@ import sys
 import time
 
 from core.analysis.breakeven import explain
-from core.analysis.fidelity import numerics_split
+from core.analysis.fidelity import attach_fidelity, numerics_split
 from core.analysis.metrics import measured_speedup, summarize
 from core.analysis.sweep import compare
 from core.config import COPY_EVIDENCE, DRAFTERS, LOOKUP_PRESET, PRESETS, DecodeConfig, preset
-from core.decoding.confidence import SIGNALS
 from core.decoding.cost_profiles import device_profile
 from core.decoding.engine import generate
 from core.errors import ViaSdError
@@ -22,7 +21,8 @@ from core.models.loading import EMBEDDED_ID, load_bundle
 from core.models.pairs import pair_preset_for
 from core.models.precision import DTYPE_CHOICES, describe_precision
 from core.trace import Trace
-from examples import load_prompts
+from core.vocabulary import SIGNALS
+from examples import expectations_for, load_prompts
 
 # Okabe-Ito-like ANSI 256 colours, plus a second cue (underline / bold) per tier.
 STYLE = {
@@ -130,9 +130,11 @@ def main(argv: list[str] | None = None) -> int:
         profile = device_profile(bundle.verifier.device, args.profile, bundle.verifier.dtype)
         if args.mode == "all":  # a first pass after a load pays one-off costs (kernels, pages): not plain's
             generate(bundle, prompt, config.with_(mode="plain", max_new_tokens=2), replay=False)
-            traces = compare(bundle, prompt, config, replay=False, profile=profile)
+            traces = compare(bundle, prompt, config, replay=False, profile=profile,
+                             expectations=expectations_for(prompt))
         else:
-            traces = {args.mode: generate(bundle, prompt, config, replay=False, fidelity=True, profile=profile)}
+            traces = {args.mode: generate(bundle, prompt, config, replay=False, profile=profile)}
+            attach_fidelity(bundle, traces[args.mode], expectations=expectations_for(prompt))
     except ViaSdError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

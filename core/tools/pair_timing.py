@@ -25,10 +25,10 @@ from dataclasses import dataclass
 import torch
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
-from core.decoding.layer_routes import resolve_route
-from core.decoding.routed_layers import make_routable
 from core.decoding.scorer import Scorer
+from core.models.layer_routes import resolve_route
 from core.models.precision import DTYPE_CHOICES, dtype_name, resolve_dtype
+from core.models.routed_layers import make_routable
 
 SHAPES = {
     "pair": {"verifier": (28, 1536, 8960, 12, 2), "drafter": (24, 896, 4864, 14, 2), "vocab": 151936},

@@ -40,10 +40,10 @@ from core.decoding.cost_profiles import (
     accelerator_profile,
     model_signature,
 )
-from core.decoding.layer_routes import resolve_route
 from core.decoding.scorer import Scorer
 from core.errors import ProfileError
 from core.models.catalog import EMBEDDED_ID
+from core.models.layer_routes import resolve_route
 from core.models.loading import load_bundle
 from core.models.precision import DTYPE_CHOICES, short_dtype
 

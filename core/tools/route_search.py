@@ -2,7 +2,7 @@
 
 Agreement = teacher-forced top-1 agreement of the routed model with the full model on the full
 model's own greedy answers to a few example prompts. This is how the embedded model's named
-routes in core.decoding.layer_routes were found:  python -m core.route_search --skip 12 --prompts 3
+routes in core.models.layer_routes were found:  python -m core.route_search --skip 12 --prompts 3
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import torch
 
 from core.config import DecodeConfig
 from core.decoding.engine import encode_prompt, generate
-from core.decoding.layer_routes import LayerRoute
-from core.decoding.routed_layers import routed
+from core.models.layer_routes import LayerRoute
 from core.models.loading import EMBEDDED_ID, ModelBundle, load_bundle
+from core.models.routed_layers import routed
 
 
 @torch.inference_mode()

@@ -40,6 +40,7 @@ from core.decoding.engine import generate
 from core.errors import ConfigError
 from core.models.loading import EMBEDDED_ID, ModelBundle, load_bundle
 from core.trace import Trace
+from examples import expectations_for
 
 SPEED = "modelled_speedup"
 """The speed column tuned for: the cost model's speed-up over plain decoding."""
@@ -101,7 +102,7 @@ def evaluate(bundle: ModelBundle, prompts: list[str], config: DecodeConfig,
     for prompt in prompts:
         reference = references[prompt]
         trace = generate(bundle, prompt, config)
-        attach_fidelity(bundle, trace, reference.token_ids)
+        attach_fidelity(bundle, trace, reference.token_ids, expectations=expectations_for(prompt))
         m = summarize(trace)
         n_words = max(len(reference.text.split()), 1)
         wd = m.get("words_differing")

@@ -16,7 +16,6 @@ from core.analysis.breakeven import (
 )
 from core.decoding.cost import CostModel
 from core.decoding.cost_profiles import (
-    DEFAULT_PROFILE,
     CostProfile,
     ModelCosts,
     accelerator_costs,
@@ -24,10 +23,11 @@ from core.decoding.cost_profiles import (
     model_signature,
     shipped_profiles,
 )
-from core.decoding.layer_routes import resolve_route
 from core.errors import ProfileError
+from core.models.layer_routes import resolve_route
 from core.tools.profile import PassTiming, fit
 from core.trace import CallRecord, RoundRecord, TokenRecord, Trace
+from core.vocabulary import DEFAULT_PROFILE
 
 LAYERS = 6
 # Hand-made laws: a one-token pass costs 1 + layers (so 7 for the full model = the unit); a k-token

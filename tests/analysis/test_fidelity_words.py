@@ -8,9 +8,10 @@ from hypothesis import strategies as st
 
 from core.analysis.expectations import Expectations, contains
 from core.analysis.metrics import summarize
-from core.analysis.textdiff import EditKind, word_diff, words
+from core.analysis.textdiff import word_diff, words
 from core.errors import ConfigError
 from core.trace import Fidelity, TokenRecord, Trace
+from core.vocabulary import EditKind
 from examples import FAMILIES, expectations_for, load_prompts
 
 

@@ -2,8 +2,9 @@
 
 import pytest
 
-from core.analysis.expectations import ExpectationKind, Expectations, final_answer_is, last_number
+from core.analysis.expectations import Expectations, final_answer_is, last_number
 from core.errors import ConfigError
+from core.vocabulary import ExpectationKind
 from examples import load_prompts
 
 

@@ -17,16 +17,17 @@ from core.analysis.reliability import (
     reliability_bins,
     signals_from_logits,
 )
-from core.decoding.confidence import SIGNALS, confidence
-from core.decoding.layer_routes import (
+from core.decoding.confidence import confidence
+from core.errors import RoutingError
+from core.models.layer_routes import (
     find_preset,
     resolve_route,
     route_from_dict,
     route_to_dict,
     with_sublayer_skips,
 )
-from core.decoding.routed_layers import routed
-from core.errors import RoutingError
+from core.models.routed_layers import routed
+from core.vocabulary import SIGNALS
 
 
 def _model_signals(conf: list[float], agree: list[bool], drafted: list[bool] | None = None) -> ModelSignals:
@@ -199,7 +200,7 @@ def test_shipped_presets_resolve_by_name():
     """Every preset in core/presets names a valid route of its model and resolves as calibrated-slim."""
     from transformers import LlamaConfig
 
-    from core.decoding.layer_routes import PRESET_DIR
+    from core.models.layer_routes import PRESET_DIR
 
     for path in sorted(PRESET_DIR.glob("*.json")):
         preset = __import__("json").loads(path.read_text())

@@ -15,9 +15,9 @@ from app.settings import Settings
 from app.views import captions, walkthroughs
 from app.views import round_replay as classroom
 from app.views.render import token_title
-from core.decoding.tiers import Audit, Outcome, Reason, Why
 from core.errors import ConfigError
 from core.trace import CallRecord, RoundRecord, TokenRecord, Trace
+from core.vocabulary import Audit, Outcome, Reason, Why
 
 
 def _token(reason: Reason, outcome: Outcome, *, tier: int = 3, text: str = " sky", verdict: str = "argmax",

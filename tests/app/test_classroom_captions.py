@@ -16,9 +16,9 @@ import pytest
 from app.views import captions, walkthroughs
 from app.views import round_replay as replay
 from app.views.render import REPLACED
-from core.decoding.tiers import Reason
 from core.models.loading import embedded_model_dir
 from core.trace import Trace
+from core.vocabulary import Reason
 from examples import HERE
 
 pytestmark = pytest.mark.embedded

@@ -6,8 +6,7 @@ import pytest
 
 from app.views import words
 from core.config import COPY_EVIDENCE, DRAFTERS, MODES
-from core.decoding.confidence import SIGNALS
-from core.decoding.tiers import Outcome, Reason, Tier, Why
+from core.vocabulary import SIGNALS, Outcome, Reason, Tier, Why
 
 SHOWN_METRICS = ("words_differing", "full_agreement", "modelled_speedup", "rejection_rate", "accepted", "drafted",
                  "rounds", "tokens", "rolled_back", "full_nll", "common_prefix", "identical_to_full",

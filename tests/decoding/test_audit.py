@@ -15,9 +15,9 @@ from core import DecodeConfig, generate, summarize
 from core.decoding import adaptive
 from core.decoding.adaptive import TRUST_AFTER, CopyAudit
 from core.decoding.drafters import PromptLookupDrafter
-from core.decoding.tiers import Audit, Reason, Tier, Why
 from core.errors import ConfigError
 from core.trace import Trace
+from core.vocabulary import Audit, Reason, Tier, Why
 
 PROMPT = "the cat sat on the mat. the cat sat on the mat and the dog sat on the log. the cat"
 AUDIT = DecodeConfig(mode="via", drafter="ngram", gamma=1, max_new_tokens=60, chat_template=False,

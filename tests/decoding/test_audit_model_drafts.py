@@ -7,7 +7,7 @@ import pytest
 from tiny import tiny_bundle
 
 from core import DecodeConfig, generate, summarize
-from core.decoding.tiers import Reason
+from core.vocabulary import Reason
 
 PROMPT = "the cat sat on the mat. the cat sat on the mat and the dog sat on the log. the cat"
 

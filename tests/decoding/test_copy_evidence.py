@@ -6,8 +6,9 @@ from tiny import tiny_bundle
 from core import DecodeConfig, generate
 from core.analysis.metrics import summarize
 from core.decoding.adaptive import SlimGate
-from core.decoding.tiers import Reason, Tier, TierDecision, decide_tier
+from core.decoding.tiers import decide_tier
 from core.errors import ConfigError
+from core.vocabulary import Reason, Tier, TierDecision
 
 PROMPT = "the cat sat on the mat. the cat sat on the"
 BASE = DecodeConfig(mode="via", drafter="ngram", gamma=4, max_new_tokens=24, chat_template=False,

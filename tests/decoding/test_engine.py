@@ -25,12 +25,12 @@ from core import (
 )
 from core.analysis.fidelity import reference_continuation
 from core.decoding.engine import encode_prompt, stop_token_ids
-from core.decoding.layer_routes import resolve_route
-from core.decoding.routed_layers import routed
 from core.decoding.scorer import Scorer
-from core.decoding.tiers import OUTCOME_TIER, REASON_TIER, Outcome, Reason
 from core.limits import MAX_PROMPT_CHARS
+from core.models.layer_routes import resolve_route
 from core.models.loading import LoadedModel, ModelBundle
+from core.models.routed_layers import routed
+from core.vocabulary import OUTCOME_TIER, REASON_TIER, Outcome, Reason
 
 PROMPT = "the cat sat on the mat. the cat sat on the"
 LONG_PROMPT = "a cat sat on a mat and a dog sat on a log. the cat saw the dog and the dog saw the cat. then they sat."

@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from tiny import tiny_bundle
 
 from core import DecodeConfig, encode_prompt, generate
-from core.decoding.layer_routes import resolve_route
 from core.errors import ViaSdError
 from core.limits import Limits
+from core.models.layer_routes import resolve_route
 from core.models.loading import load_model
 from core.models.policy import ModelPolicy, ModelSize
 

@@ -10,9 +10,10 @@ from dataclasses import astuple
 import pytest
 import torch
 
-from core.decoding.policies import LOSSY_RULES, BildRule, CascadeRule, Verdict, Why, check_alpha, exact_alpha, make_rule
+from core.decoding.policies import BildRule, CascadeRule, Verdict, make_rule
 from core.decoding.sampling import Sampler, verify
 from core.errors import ConfigError
+from core.vocabulary import LOSSY_RULES, Why, check_alpha, exact_alpha
 
 Q = torch.tensor([0.5, 0.3, 0.2, 0.0])  # the verifier: argmax 0, -log q = 0.69, 1.20, 1.61, inf
 

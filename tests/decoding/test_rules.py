@@ -10,9 +10,10 @@ from core.config import DecodeConfig
 from core.decoding.confidence import confidence
 from core.decoding.drafters import PromptLookupDrafter
 from core.decoding.sampling import Sampler, verify
-from core.decoding.tiers import REASON_TIER, Outcome, Reason, Tier, TierDecision, decide_tier, fires, outcome_of
+from core.decoding.tiers import decide_tier, fires, outcome_of
 from core.errors import ConfigError
 from core.trace import CallRecord, RoundRecord, TokenRecord, Trace
+from core.vocabulary import REASON_TIER, Outcome, Reason, Tier, TierDecision
 
 
 def never() -> float:
@@ -194,8 +195,8 @@ def test_trace_round_trips_through_json_and_dataframe():
 def test_routes_resolve_presets_explicit_lists_and_keep_cache_critical_layers():
     from transformers import Gemma3TextConfig, LlamaConfig
 
-    from core.decoding.layer_routes import resolve_route
     from core.errors import RoutingError
+    from core.models.layer_routes import resolve_route
 
     smol = LlamaConfig(num_hidden_layers=30, hidden_size=576)
     assert resolve_route("auto-slim", smol).skipped == (14, 17, 18)

@@ -3,7 +3,7 @@
 import pytest
 
 from core.analysis.slim_calibration import Calibrator, Text, route_cost, route_from_blocks
-from core.decoding.layer_routes import resolve_route
+from core.models.layer_routes import resolve_route
 from core.tools.calibrate import rank_units, search
 
 

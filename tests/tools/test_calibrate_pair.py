@@ -5,7 +5,7 @@ import pytest
 from tiny import tiny_bundle
 
 from core.analysis.mask_search import margin_violation
-from core.decoding.layer_routes import route_from_dict
+from core.models.layer_routes import route_from_dict
 from core.tools.calibrate_pair import MarginObjective, layer_influence, run, table_lines
 
 PROMPTS = ("the cat sat on", "a dog ran far", "the mat is red", "one two three")

@@ -6,8 +6,8 @@ import pytest
 from transformers import Qwen2Config
 
 from core.config import LOOKUP_PRESET, PRESETS, preset
-from core.decoding.layer_routes import PRESET_DIR, resolve_route, route_to_dict
 from core.errors import ConfigError
+from core.models.layer_routes import PRESET_DIR, resolve_route, route_to_dict
 from core.tools.pair_bench import SEARCHED_SLIM, SEARCHED_TAU
 
 

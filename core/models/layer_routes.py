@@ -2,7 +2,7 @@
 
 A `LayerRoute` is a plain, inspectable value (which layers run); `resolve_route` turns a spec (a preset
 name such as "auto-slim", "layers:0-3,8", a tuple, a calibrated preset) into one. How a route runs
-inside a forward pass is core.decoding.routed_layers (`make_routable`, `routed`). Skipped layers leave
+inside a forward pass is core.models.routed_layers (`make_routable`, `routed`). Skipped layers leave
 their KV-cache slot empty; each route therefore keeps its own cache. (A "layer route" is never a tier
 decision: those are core.decoding.tiers.)
 

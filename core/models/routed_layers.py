@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import torch
 
-from core.decoding.layer_routes import LayerRoute
 from core.errors import RoutingError
+from core.models.layer_routes import LayerRoute
 
 
 @dataclass(frozen=True)
