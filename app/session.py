@@ -32,6 +32,7 @@ class ModelsEvictedError(ViaSdError):
 @dataclass
 class _Visitor:
     choice: tuple[str, str] | None = None  # (verifier, drafter) when not the embedded default
+    quant: str | None = None  # the drafter setting of that choice (None: load_bundle's default for the pair)
     stop: threading.Event = field(default_factory=threading.Event)
     running: int = 0  # model jobs of this session in progress (Stop says so when there are none)
     seen: float = field(default_factory=time.monotonic)
@@ -45,9 +46,9 @@ class Sessions:
         self._default_load = threading.Lock()  # one embedded load at a time, without blocking the state lock
         self._loader = loader
         self._default: ModelBundle | None = None
-        self._extra: OrderedDict[tuple[str, str], ModelBundle] = OrderedDict()
+        self._extra: OrderedDict[tuple[str, str, str | None], ModelBundle] = OrderedDict()
         self._visitors: dict[str, _Visitor] = {}
-        self._loading: dict[tuple[str, str], threading.Lock] = {}
+        self._loading: dict[tuple[str, str, str | None], threading.Lock] = {}
 
     # -- visitors ---------------------------------------------------------------------------
     def _visitor(self, session: str) -> _Visitor:
@@ -106,7 +107,7 @@ class Sessions:
         with self._lock:
             visitor = self._visitor(session)
             key = visitor.choice
-            chosen = self._extra.get(key) if key else None
+            chosen = self._extra.get((*key, visitor.quant)) if key else None
         if key and chosen is None:
             verifier, drafter = key
             names = verifier + (f" + drafter {drafter}" if drafter else "")
@@ -115,17 +116,20 @@ class Sessions:
                 "press Load models to load them again, or clear the Verifier box to use the embedded model")
         return chosen if chosen is not None else self.default_bundle()
 
-    def choose(self, session: str, verifier: str, drafter: str, progress: Callable | None = None) -> ModelBundle:
+    def choose(self, session: str, verifier: str, drafter: str, progress: Callable | None = None,
+               drafter_quant: str | None = None) -> ModelBundle:
         """Load (or reuse) a verifier / drafter pair for this session; a failed load changes nothing.
 
-        Every visitor who picks a pair shares one copy of it: concurrent first picks wait for one load
-        (a lock per pair), and `progress(stage, done, total)` hears that load's steps."""
+        Every visitor who picks a pair (and drafter setting, `drafter_quant`: None is the pair's recommended one)
+        shares one copy of it: concurrent first picks wait for one load (a lock per pair), and
+        `progress(stage, done, total)` hears that load's steps."""
         verifier, drafter = (verifier or "").strip() or EMBEDDED_ID, (drafter or "").strip()
+        quant = (drafter_quant or "").strip() or None if drafter else None
         if verifier == EMBEDDED_ID and not drafter:
             with self._lock:
                 self._visitor(session).choice = None
             return self.default_bundle()
-        key = (verifier, drafter)
+        key = (verifier, drafter, quant)
         with self._lock:
             loading = self._loading.setdefault(key, threading.Lock())
         with loading:  # slow: outside the state lock, one load per pair
@@ -133,13 +137,16 @@ class Sessions:
                 bundle = self._extra.get(key)
             if bundle is None:
                 extra = {"progress": progress} if progress is not None else {}
+                if quant is not None:
+                    extra["drafter_quant"] = quant
                 bundle = self._loader(verifier, drafter or None, **extra)
         with self._lock:
             self._extra[key] = bundle
             self._extra.move_to_end(key)
             while len(self._extra) > MAX_EXTRA_BUNDLES:
                 self._extra.popitem(last=False)
-            self._visitor(session).choice = key
+            visitor = self._visitor(session)
+            visitor.choice, visitor.quant = (verifier, drafter), quant
         return bundle
 
     def tokenizer_for(self, verifier_name: str) -> object:
@@ -160,7 +167,7 @@ class Sessions:
             drafter_model = self.bundle(session).drafter
         except ModelsEvictedError as exc:
             return str(exc)
-        drafter = f" · drafter model {drafter_model.name}" if drafter_model else ""
+        drafter = f" · drafter model {drafter_model.label}" if drafter_model else ""
         return (f"{v.name} · {v.num_layers} layers · {str(v.dtype).replace('torch.', '')} on {v.device} · "
                 f"loaded in {v.load_seconds:.1f} s{drafter}")
 
@@ -168,6 +175,11 @@ class Sessions:
         """(verifier, drafter) this session loaded, or None while it uses the embedded model."""
         with self._lock:
             return self._visitor(session).choice
+
+    def drafter_quant(self, session: str) -> str | None:
+        """The drafter setting this session asked for with its pair (None: the pair's recommended one)."""
+        with self._lock:
+            return self._visitor(session).quant
 
     def warm_up_in_background(self) -> threading.Thread:
         """Start loading the embedded model so the first visitor does not wait for it."""

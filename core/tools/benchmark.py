@@ -28,11 +28,12 @@ from core.config import DecodeConfig, preset
 from core.decoding.cost import CostModel
 from core.decoding.cost_profiles import device_profile
 from core.decoding.engine import generate
-from core.models.loading import EMBEDDED_ID, ModelBundle, load_bundle
+from core.models.loading import EMBEDDED_ID, ModelBundle, load_bundle, load_model, quantise_drafter
+from core.models.precision import dtype_name
 from core.models.prompting import encode_prompt
 from core.tools.bench_report import HEADER, call_shape, explanations, format_row, summary
 from core.tools.bench_rows import SAME_DRAFTS, Row, lookup_config, run_prompt
-from core.tools.pair_bench import PAIRS, HfCall, Method, methods, run_method, run_pair_prompt
+from core.tools.pair_bench import PAIRS, HfCall, Method, WithDrafter, methods, run_method, run_pair_prompt
 from core.tools.pair_report import HEADER as PAIR_HEADER
 from core.tools.pair_report import row_line, summary_lines
 from core.tools.profile import machine_description, measure_profile, versions
@@ -49,6 +50,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", help=f"the verifier (default: {EMBEDDED_ID}, or the pair's)")
     p.add_argument("--drafter-model", help="a separate drafter (same tokenizer): adds HF assisted and drafter 'model'")
+    p.add_argument("--drafter-quant", help="the drafter's setting (core.models.drafter_quant: none, int8, int4, "
+                   "int4+vocab, ...; default: the pair preset's recommended one, else none)")
     p.add_argument("--pair", choices=sorted(PAIRS), help="the paper's table on a real pair (core/tools/pair_bench.py): "
                    "code and math prompts, bf16, HF greedy / assisted / lookup, plain, SD, VIA-SD, BiLD, cascade")
     p.add_argument("--device")
@@ -85,10 +88,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     pair.add_argument("--leads", default="", help="comma list of extra VIA-SD variants (core.tools.pair_bench."
                       "lead_configs): VIA-SD audited, VIA-SD no slim, VIA-SD ranked, VIA-SD hybrid, ...")
     pair.add_argument("--skip", default="", help="comma list of table rows to leave out")
+    pair.add_argument("--drafter-quants", default="", help="comma list of other drafter settings: HF assisted, "
+                      "classic SD and VIA-SD again with each (rows 'SD [int8]', ...), same verifier")
     pair.add_argument("--traces-dir", type=Path, help="write every VIA-SD run's trace there as JSON (Trace.to_json)")
     args = p.parse_args(argv)
     args.leads = [x.strip() for x in args.leads.split(",") if x.strip()]
     args.skip = [x.strip() for x in args.skip.split(",") if x.strip()]
+    args.drafter_quants = [x.strip() for x in args.drafter_quants.split(",") if x.strip()]
     if args.pair:
         args.model = args.model or PAIRS[args.pair][0]
         args.drafter_model = args.drafter_model or PAIRS[args.pair][1]
@@ -122,13 +128,24 @@ def pair_prompts(args: argparse.Namespace) -> list[ExamplePrompt]:
     return picked
 
 
+def drafter_variants(bundle: ModelBundle, quants: list[str]) -> dict[str, ModelBundle]:
+    """The bundle's verifier with the drafter loaded afresh in each other setting (one shared prediction memo)."""
+    out = {}
+    for quant in quants:
+        drafter = load_model(bundle.drafter.name, str(bundle.drafter.device), dtype_name(bundle.drafter.dtype))
+        out[quant] = ModelBundle(verifier=bundle.verifier, drafter=quantise_drafter(drafter, quant), memo=bundle.memo)
+    return out
+
+
 def main_pair(args: argparse.Namespace, bundle: ModelBundle, costs: CostModel) -> None:
     """The paper's table on a real pair (core/tools/pair_bench.py runs it, core/tools/pair_report.py prints it)."""
     prompts = pair_prompts(args)
     table = methods(args, args.pair)
+    variants = drafter_variants(bundle, args.drafter_quants)
     device = bundle.verifier.device
     start = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    print(f"{start}; {args.model} verified, {args.drafter_model} drafting, on {machine_description(device)}; "
+    print(f"{start}; {args.model} verified, {bundle.drafter.label} drafting (other drafters: "
+          f"{', '.join(v.drafter.label for v in variants.values()) or 'none'}), on {machine_description(device)}; "
           f"{str(bundle.verifier.dtype).replace('torch.', '')}; CPU bf16 instructions: {cpu_bf16()}; "
           f"{', '.join(f'{k} {v}' for k, v in versions().items())}; load average {load_average()}")
     print(f"{len(prompts)} prompts ({', '.join(dict.fromkeys(p.family for p in prompts))}), {args.max_new_tokens} new "
@@ -138,8 +155,9 @@ def main_pair(args: argparse.Namespace, bundle: ModelBundle, costs: CostModel) -
     print(f"pred. x: {costs.label}\n")
     first = prompts[0]
     for method in table.values():  # warm every path once (first calls pay for lazy initialisation)
-        warm = method.with_(max_new_tokens=4) if isinstance(method, DecodeConfig) else replace(method, max_new_tokens=4)
-        run_method(bundle, first, encode_prompt(bundle.verifier.tokenizer, first.text), "warm", "warm", warm, costs)
+        warm = method.with_(max_new_tokens=4) if not isinstance(method, HfCall) else replace(method, max_new_tokens=4)
+        run_method(bundle, first, encode_prompt(bundle.verifier.tokenizer, first.text), "warm", "warm", warm, costs,
+                   variants)
     print(PAIR_HEADER)
     print("-" * len(PAIR_HEADER))
     rows: list[Row] = []
@@ -147,7 +165,7 @@ def main_pair(args: argparse.Namespace, bundle: ModelBundle, costs: CostModel) -
     try:
         for i, prompt in enumerate(prompts):
             mine = run_pair_prompt(bundle, prompt, f"{prompt.family}:{prompt.index}", table, costs, flip=i % 2 == 1,
-                                   repeats=args.repeats)
+                                   repeats=args.repeats, variants=variants)
             reference = next(r for r in mine if r.method == "plain").token_ids
             for row in mine:
                 print(row_line(row, reference), flush=True)
@@ -182,6 +200,8 @@ def cpu_bf16() -> str:
 
 
 def describe_method(method: Method) -> str:
+    if isinstance(method, WithDrafter):
+        return f"{describe_method(method.method)}, drafter {method.quant}"
     if isinstance(method, HfCall):
         what = {"greedy": "generate(do_sample=False)", "lookup": f"prompt_lookup_num_tokens={method.gamma}",
                 "assisted": "assistant_model=drafter, " + ("its defaults" if method.gamma is None else
@@ -207,7 +227,7 @@ def main(argv: list[str] | None = None) -> None:
     hf_logging.set_verbosity_error()
     if args.threads:
         torch.set_num_threads(args.threads)
-    bundle = load_bundle(args.model, args.drafter_model, args.device, args.dtype)
+    bundle = load_bundle(args.model, args.drafter_model, args.device, args.dtype, drafter_quant=args.drafter_quant)
     if "model" in args.drafters and bundle.drafter is None:
         args.drafters.remove("model")
     device = bundle.verifier.device

@@ -17,6 +17,7 @@ from core.decoding.engine import generate
 from core.errors import ViaSdError
 from core.limits import MAX_NEW_TOKENS
 from core.models.catalog import WHEEL_MODELS
+from core.models.drafter_quant import DRAFTER_QUANTS
 from core.models.loading import EMBEDDED_ID, load_bundle
 from core.models.pairs import pair_preset_for
 from core.models.precision import DTYPE_CHOICES, describe_precision
@@ -87,6 +88,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--drafter", choices=list(DRAFTERS), help="default: self (lookup preset: ngram)")
     p.add_argument("--drafter-model", help="offline name, Hub id or folder of a separate drafter (implies --drafter "
                    "model)")
+    p.add_argument("--drafter-quant", help="a cheaper drafter model: " + ", ".join(DRAFTER_QUANTS) + " (or "
+                   "WEIGHTS+vocabN; core/models/drafter_quant.py). Default: the pair preset's recommended setting "
+                   "for a known pair, else none")
     p.add_argument("--device", help="cpu or cuda (default: cuda when present)")
     p.add_argument("--dtype", choices=list(DTYPE_CHOICES),
                    help="auto = bf16 where the device computes it natively (CUDA, a CPU with AVX512-BF16 or AMX), "
@@ -123,7 +127,10 @@ def main(argv: list[str] | None = None) -> int:
         config = build_config(args)
         print(f"loading {args.model}" + (f" with drafter {args.drafter_model}" if args.drafter_model else "") + " ...",
               file=sys.stderr)
-        bundle = load_bundle(args.model, args.drafter_model, args.device, args.dtype, progress=ProgressLine())
+        bundle = load_bundle(args.model, args.drafter_model, args.device, args.dtype, progress=ProgressLine(),
+                             drafter_quant=args.drafter_quant)
+        if bundle.drafter is not None:
+            print(f"drafter: {bundle.drafter.label}", file=sys.stderr)
         print(f"precision: {describe_precision(bundle.verifier.device, bundle.verifier.dtype)}; settings: "
               f"{config_origin(args)}", file=sys.stderr)
         # every call of the runs is priced once, by the profile of the verifier's own device, dtype and threads

@@ -4,7 +4,9 @@ Per prompt (code prompts with must / must-not expectations, math prompts with a 
 once, interleaved (the order flips on every other prompt, so a shared machine's drift favours no side):
 Hugging Face greedy, assisted generation with its own defaults and with a fixed draft length, prompt lookup;
 our plain, classic SD, VIA-SD (`core.config.preset("qwen2.5-coder")`), BiLD and one speculative cascade (the
-lossy baselines of core.decoding.policies), and any leads asked for (`--leads`). Fidelity is read against our
+lossy baselines of core.decoding.policies), and any leads asked for (`--leads`); with `--drafter-quants`, the
+drafter-dependent rows again for each other drafter setting ("HF assisted [int8]", "SD [int8]", "VIA-SD [int8]":
+HF assisted is handed the same drafter object). Fidelity is read against our
 plain output, the same-dtype greedy one (in bf16 a k-token pass rounds differently from one at a time, so even
 classic SD differs from it a little: that is the floor the tiers are compared with). The printed report is
 core/tools/pair_report.py.
@@ -48,7 +50,28 @@ class HfCall:
     gamma: int | None = None  # assisted: draft tokens per round (None: HF's defaults); lookup: tokens copied
 
 
-Method = HfCall | DecodeConfig
+@dataclass(frozen=True)
+class WithDrafter:
+    """A method run with another drafter setting than the bundle's (core.models.drafter_quant), same verifier."""
+
+    method: HfCall | DecodeConfig
+    quant: str
+
+    def with_(self, **changes: object) -> WithDrafter:
+        return WithDrafter(self.method.with_(**changes), self.quant)
+
+
+Method = HfCall | DecodeConfig | WithDrafter
+
+
+def drafter_rows(table: dict[str, Method], quants: list[str]) -> dict[str, Method]:
+    """The drafter-dependent rows (HF assisted, classic SD, VIA-SD) again for each drafter setting in `quants`."""
+    out = {}
+    for quant in quants:
+        for name in (HF_ASSISTED, SD, VIA):
+            if name in table:
+                out[f"{name} [{quant}]"] = WithDrafter(table[name], quant)
+    return out
 
 
 def via_config(args: argparse.Namespace, name: str) -> DecodeConfig:
@@ -97,12 +120,15 @@ def methods(args: argparse.Namespace, pair: str) -> dict[str, Method]:
         if name not in leads:
             raise SystemExit(f"unknown lead '{name}': choose from {', '.join(leads)}")
         table[name] = leads[name]
+    table.update(drafter_rows(table, getattr(args, "drafter_quants", [])))
     return {name: m for name, m in table.items() if name not in args.skip}
 
 
 def run_method(bundle: ModelBundle, prompt: object, prompt_ids: list[int], label: str, name: str, method: Method,
-               costs: CostModel) -> Row:
-    """One timed run of one method on one prompt."""
+               costs: CostModel, variants: dict[str, ModelBundle] | None = None) -> Row:
+    """One timed run of one method on one prompt (`variants`: the bundle with each other drafter setting)."""
+    if isinstance(method, WithDrafter):
+        bundle, method = (variants or {})[method.quant], method.method
     if isinstance(method, HfCall):
         new = method.max_new_tokens
         if method.kind == "greedy":
@@ -119,12 +145,12 @@ def run_method(bundle: ModelBundle, prompt: object, prompt_ids: list[int], label
 
 
 def run_pair_prompt(bundle: ModelBundle, prompt: object, label: str, table: dict[str, Method], costs: CostModel,
-                    flip: bool, repeats: int = 1) -> list[Row]:
+                    flip: bool, repeats: int = 1, variants: dict[str, ModelBundle] | None = None) -> list[Row]:
     """Every method on one prompt, interleaved (reversed when `flip`); the median-time run of each is kept; then
     fidelity against our plain output (words differing, expectations kept, the final answer)."""
     prompt_ids = encode_prompt(bundle.verifier.tokenizer, prompt.text)
     jobs: list[Callable[[], Row]] = [lambda name=name, m=m: run_method(bundle, prompt, prompt_ids, label, name, m,
-                                                                       costs) for name, m in table.items()]
+                                                                       costs, variants) for name, m in table.items()]
     runs: list[Row] = []
     for repeat in range(repeats):
         runs.extend(job() for job in (reversed(jobs) if (flip + repeat) % 2 else jobs))

@@ -11,14 +11,18 @@ CUDA):
   tokens, then one verifier pass over gamma + 1), and VIA-SD's three shapes (tier 1 alone: drafts only;
   tier 2: plus one slim pass; tier 3: plus the slim and the full pass).
 
-Random weights make acceptance meaningless, so no speed-up is claimed: the table prices a round in
-plain tokens, and "break-even" says how many tokens a round must keep to beat plain decoding.
+With `--drafter-quants int8,int4,...` the drafter's passes and the rounds are timed again with the drafter in each
+setting (core.models.drafter_quant: int8 / int4 weights on torch's own kernels, a restricted head timed without its
+fallback); a setting the device has no kernel for is named and skipped. Random weights make acceptance
+meaningless, so no speed-up is claimed: the table prices a round in plain tokens, and "break-even" says how many
+tokens a round must keep to beat plain decoding.
 `--scale tiny` builds 4- and 2-layer models of width 64 (a CPU smoke test; tests/tools/test_pair_timing.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import statistics
 from dataclasses import dataclass
 
@@ -26,6 +30,7 @@ import torch
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
 from core.decoding.scorer import Scorer
+from core.models.drafter_quant import DrafterQuant, kernel_problem, quantise
 from core.models.layer_routes import resolve_route
 from core.models.precision import DTYPE_CHOICES, dtype_name, resolve_dtype
 from core.models.routed_layers import make_routable
@@ -78,7 +83,7 @@ def time_passes(name: str, model: torch.nn.Module, text: list[int], context: int
 
 
 def time_rounds(verifier: torch.nn.Module, drafter: torch.nn.Module, text: list[int], context: int, gamma: int,
-                repeats: int) -> list[Timing]:
+                repeats: int, suffix: str = "") -> list[Timing]:
     """Median time of plain's token and of each round shape, built from the passes the engine makes."""
     full = Scorer("full", verifier, resolve_route("full", verifier.config), None, "verifier", read_memo=False)
     slim = Scorer("slim", verifier, resolve_route("auto-slim", verifier.config), None, "verifier", read_memo=False)
@@ -104,12 +109,30 @@ def time_rounds(verifier: torch.nn.Module, drafter: torch.nn.Module, text: list[
         for name, run in shapes.items():
             samples[name].append(run())
     tokens = {"plain token": 1, "VIA-SD round, tier 1 only": gamma}
-    return [Timing(name, tokens.get(name, gamma + 1), _median_ms(v[1:])) for name, v in samples.items()]
+    return [Timing(name + (suffix if name != "plain token" else ""), tokens.get(name, gamma + 1), _median_ms(v[1:]))
+            for name, v in samples.items() if not (suffix and name == "plain token")]
+
+
+def quantised_copy(drafter: torch.nn.Module, spec: str) -> tuple[torch.nn.Module | None, str]:
+    """A copy of `drafter` in setting `spec` (a restricted head timed without its fallback: random weights would
+    be unsure at every row), or (None, why) when this device or dtype has no kernel for it."""
+    quant = DrafterQuant.parse(spec)
+    weight = next(drafter.parameters())
+    problem = kernel_problem(quant, weight.device, weight.dtype)
+    if problem is not None:
+        return None, f"drafter {quant.name}: skipped, {problem}"
+    model = quantise(copy.deepcopy(drafter), quant, set())
+    head = model.get_output_embeddings()
+    if hasattr(head, "fallback_below"):
+        head.fallback_below = 0.0
+    return model, ""
 
 
 def run(scale: str = "pair", device: str | None = None, dtype: str | None = "auto", context: int = 64,
-        gamma: int = 6, repeats: int = 5, seed: int = 0) -> tuple[str, list[Timing]]:
-    """Build both models and time passes and rounds; returns (header line, timings)."""
+        gamma: int = 6, repeats: int = 5, seed: int = 0,
+        drafter_quants: tuple[str, ...] = ()) -> tuple[str, list[Timing]]:
+    """Build both models and time passes and rounds (again for each drafter setting in `drafter_quants`);
+    returns (header line, timings)."""
     dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     torch_dtype = resolve_dtype(dtype, dev, "auto")
     shape = SHAPES[scale]
@@ -120,9 +143,18 @@ def run(scale: str = "pair", device: str | None = None, dtype: str | None = "aut
     timings = time_passes("verifier", verifier, text, context, repeats)
     timings += time_passes("drafter", drafter, text, context, repeats)
     timings += time_rounds(verifier, drafter, text, context, gamma, repeats)
+    notes = []
+    for spec in drafter_quants:
+        model, note = quantised_copy(drafter, spec)
+        if model is None:
+            notes.append(note)
+            continue
+        timings += time_passes(f"drafter [{spec}]", model, text, context, repeats)
+        timings += time_rounds(verifier, model, text, context, gamma, repeats, f" [{spec}]")
+        del model
     where = torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"cpu, {torch.get_num_threads()} threads"
     header = (f"random-weight Qwen2 models, {scale} shapes, {dtype_name(torch_dtype)} on {where}; context {context}, "
-              f"gamma {gamma}, median of {repeats}")
+              f"gamma {gamma}, median of {repeats}" + "".join(f"\n{n}" for n in notes))
     return header, timings
 
 
@@ -150,8 +182,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--context", type=int, default=64)
     parser.add_argument("--gamma", type=int, default=6)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--drafter-quants", default="", help="comma list of drafter settings timed too, e.g. "
+                        "int8,int4,int4+vocab (core.models.drafter_quant)")
     args = parser.parse_args(argv)
-    header, timings = run(args.scale, args.device, args.dtype, args.context, args.gamma, args.repeats)
+    quants = tuple(q.strip() for q in args.drafter_quants.split(",") if q.strip())
+    header, timings = run(args.scale, args.device, args.dtype, args.context, args.gamma, args.repeats,
+                          drafter_quants=quants)
     print(header)
     print(table(timings))
 

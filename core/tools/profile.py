@@ -25,7 +25,7 @@ import argparse
 import os
 import platform
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -43,9 +43,12 @@ from core.decoding.cost_profiles import (
 from core.decoding.scorer import Scorer
 from core.errors import ProfileError
 from core.models.catalog import EMBEDDED_ID
+from core.models.drafter_quant import DRAFTER_QUANTS, DrafterQuant
 from core.models.layer_routes import resolve_route
-from core.models.loading import load_bundle
-from core.models.precision import DTYPE_CHOICES, short_dtype
+from core.models.loading import load_bundle, load_model, quantise_drafter
+from core.models.precision import DTYPE_CHOICES, dtype_name, short_dtype
+from core.models.restricted_head import RestrictedHead
+from core.models.routed_layers import make_routable
 
 # --- measuring -----------------------------------------------------------------------------------------
 
@@ -165,34 +168,65 @@ def merge(existing: CostProfile, new: CostProfile) -> CostProfile:
                        versions=new.versions, points=points, notes=new.notes)
 
 
+def drafter_variants(bundle: object, quants: tuple[str, ...]) -> list[object]:
+    """The bundle's drafter in each setting of `quants` ("none": the loaded one), each a fresh copy quantised.
+
+    A restricted head is timed without its fallback (on random text it would be unsure at every row): the
+    profile prices the restricted pass; how often the full head runs, and what that costs, is measured on real
+    text by `python -m core.tools.drafter_bench` (README)."""
+    out = []
+    for quant in quants:
+        if DrafterQuant.parse(quant).name == bundle.drafter.quant:
+            out.append(bundle.drafter)
+            continue
+        fresh = load_model(bundle.drafter.name, str(bundle.drafter.device), dtype_name(bundle.drafter.dtype))
+        make_routable(quantise_drafter(fresh, quant).model)
+        head = fresh.model.get_output_embeddings()
+        if isinstance(head, RestrictedHead):
+            head.fallback_below = 0.0
+        out.append(fresh)
+    return out
+
+
 def measure_profile(bundle: object, name: str, routes: tuple[str, ...] = ("full", "auto-slim", "auto-draft",
                                                                          "skip-middle-50"),
-                    repeats: int = 5, token_counts: tuple[int, ...] = TOKEN_COUNTS) -> CostProfile:
-    """Measure and fit a profile for the bundle's verifier (and separate drafter, when loaded)."""
+                    repeats: int = 5, token_counts: tuple[int, ...] = TOKEN_COUNTS,
+                    drafter_quants: tuple[str, ...] = ("none",)) -> CostProfile:
+    """Measure and fit a profile for the bundle's verifier (and separate drafter, when loaded, in each of
+    `drafter_quants`: core.models.drafter_quant; each is its own model in the profile)."""
     device = bundle.verifier.device
-    loaded = [bundle.verifier] + ([bundle.drafter] if bundle.drafter is not None else [])
+    drafters = drafter_variants(bundle, drafter_quants) if bundle.drafter is not None else []
+    loaded = [bundle.verifier] + drafters
     models: dict[str, ModelCosts] = {}
     points: list[PassTiming] = []
+    resolved = []
     for item in loaded:
         by_depth = {}  # one route per layer count: the laws price a route by how many layers it runs
         for r in routes:
             route = resolve_route(r, item.model.config)
             by_depth.setdefault(len(route.layers), (r, route))
-        resolved = dict(by_depth.values())
-        mine = measure(item.model, resolved, repeats=repeats, token_counts=token_counts)
+        resolved.append(dict(by_depth.values()))
+    samples: list[list[list[PassTiming]]] = [[] for _ in loaded]
+    for _ in range(repeats):  # model after model, sweep by sweep: a drifting load touches every model alike
+        for i, item in enumerate(loaded):
+            samples[i].append(measure(item.model, resolved[i], repeats=1, token_counts=token_counts))
+    for item, sweeps in zip(loaded, samples, strict=True):
+        mine = [replace(same[0], seconds=statistics.median(p.seconds for p in same))
+                for same in zip(*sweeps, strict=True)]  # one point's timings across sweeps
         models[model_signature(item.model)] = fit(mine, item.num_layers)
         points.extend(mine)
     dtype = str(bundle.verifier.dtype).replace("torch.", "")
     machine = machine_description(device)
     date = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     load = f"; load average {os.getloadavg()[0]:.1f} at the end" if hasattr(os, "getloadavg") else ""
-    models_line = " + ".join(item.name for item in loaded)
+    models_line = " + ".join(item.label for item in loaded)
     label = f"measured on {machine}, {dtype}, {date}{load} ({models_line})"
     return CostProfile(name=name, kind="measured", label=label,
                        device=device.type, dtype=dtype, time_unit="s", models=models, machine=machine, date=date,
                        versions=versions(), points=[asdict(p) for p in points],
-                       notes="python -m core.profile: median of KV-cached passes through core.decoding.scorer.Scorer; "
-                             "context 160 tokens; the prefill row processes 160 tokens from an empty cache.")
+                       notes="python -m core.profile: median of KV-cached passes through core.decoding.scorer.Scorer, "
+                             "the models timed sweep by sweep in turn; context 160 tokens; the prefill row processes "
+                             "160 tokens from an empty cache.")
 
 
 def fit_table(profile: CostProfile) -> str:
@@ -209,6 +243,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Measure a cost profile of forward passes on this device.")
     parser.add_argument("--model", default=EMBEDDED_ID)
     parser.add_argument("--drafter-model", help="also profile a separate drafter")
+    parser.add_argument("--drafter-quant", default="none", help="comma list of drafter settings to profile, each "
+                        "as its own model (core.models.drafter_quant: " + ", ".join(DRAFTER_QUANTS) + ")")
     parser.add_argument("--device")
     parser.add_argument("--dtype", choices=list(DTYPE_CHOICES), help="default: the model's own (core.models.loading)")
     parser.add_argument("--repeats", type=int, default=5)
@@ -223,14 +259,15 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    bundle = load_bundle(args.model, args.drafter_model, args.device, args.dtype)
+    quants = tuple(q.strip() for q in args.drafter_quant.split(",") if q.strip())
+    bundle = load_bundle(args.model, args.drafter_model, args.device, args.dtype, drafter_quant="none")
     if args.accelerator:
         models = [bundle.verifier.model] + ([bundle.drafter.model] if bundle.drafter else [])
         profile = accelerator_profile(models)
     else:
         name = args.name or default_profile_name(bundle.verifier.device, bundle.verifier.dtype)
         print(f"measuring {name}; load average {os.getloadavg()[0]:.2f} at the start (uptime)")
-        profile = measure_profile(bundle, name, repeats=args.repeats)
+        profile = measure_profile(bundle, name, repeats=args.repeats, drafter_quants=quants)
         print(fit_table(profile))
     path = Path(args.out or PROFILE_DIR / f"{profile.name}.json")
     if path.is_file() and not args.replace and not args.accelerator:

@@ -26,7 +26,6 @@ import itertools
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -39,69 +38,39 @@ from core.config import DecodeConfig
 from core.decoding.engine import generate
 from core.errors import ConfigError
 from core.models.loading import EMBEDDED_ID, ModelBundle, load_bundle
+from core.tools.tune_result import SPEED, Target, TuneResult, write_outputs
 from core.trace import Trace
 from examples import expectations_for
 
-SPEED = "modelled_speedup"
-"""The speed column tuned for: the cost model's speed-up over plain decoding."""
-
-
-@dataclass(frozen=True)
-class Target:
-    """A fidelity target: a ceiling on words differing, or a floor on token agreement."""
-
-    metric: str  # "words_differing" or "agreement"
-    value: float
-
-    def met(self, row: dict | pd.Series) -> bool:
-        got = row[self.metric]
-        return got <= self.value + 1e-12 if self.metric == "words_differing" else got >= self.value - 1e-12
-
-    def describe(self) -> str:
-        return (f"words differing <= {self.value:g}" if self.metric == "words_differing"
-                else f"token agreement >= {self.value:g}")
-
-
-@dataclass
-class TuneResult:
-    """What `tune` found: every grid point with its pooled metrics, the Pareto front and the pick."""
-
-    target: Target
-    grid: pd.DataFrame
-    front: pd.DataFrame
-    recommended: dict
-    held_apart: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        return {"target": asdict(self.target), "recommended": self.recommended, "held_apart": self.held_apart,
-                "pareto_front": self.front.to_dict(orient="records"), "grid_points": len(self.grid)}
-
 
 def grid_configs(base: DecodeConfig, taus: list[float], gammas: list[int], signals: list[str],
-                 slim_routes: list[str]) -> list[DecodeConfig]:
-    """Every ordered pair tau_slim <= tau_accept from `taus` (1.0 always included) x gammas x signals x routes."""
+                 slim_routes: list[str], stops: list[float] | None = None) -> list[DecodeConfig]:
+    """Every ordered pair tau_slim <= tau_accept from `taus` (1.0 always included) x gammas x signals x routes
+    x draft cuts (`stops`: draft_stop_below values; default the base's)."""
     values = sorted({round(float(t), 4) for t in taus} | {1.0})
     out = []
-    for gamma, signal, route in itertools.product(gammas, signals, slim_routes):
+    for gamma, signal, route, stop in itertools.product(gammas, signals, slim_routes,
+                                                         stops or [base.draft_stop_below]):
         for a, s in itertools.product(values, values):
             if s <= a:
                 out.append(base.with_(mode="via", tau_accept=a, tau_slim=s, gamma=gamma, draft_signal=signal,
-                                      slim_signal=signal, slim_route=route).validate())
+                                      slim_signal=signal, slim_route=route, draft_stop_below=stop).validate())
     return out
 
 
-def _reference(bundle: ModelBundle, prompt: str, base: DecodeConfig) -> Trace:
-    return generate(bundle, prompt, base.with_(mode="plain", temperature=0.0))
+def _reference(bundle: ModelBundle, prompt: str, base: DecodeConfig, profile: object = None) -> Trace:
+    return generate(bundle, prompt, base.with_(mode="plain", temperature=0.0), profile=profile)
 
 
 def evaluate(bundle: ModelBundle, prompts: list[str], config: DecodeConfig,
-             references: dict[str, Trace]) -> dict:
-    """Pooled metrics of one setting over prompts: speed-up (tokens / cost units), words differing
-    (pooled over reference words), token agreement (pooled over output tokens), identical share."""
+             references: dict[str, Trace], profile: object = None) -> dict:
+    """Pooled metrics of one setting over prompts: speed-up (tokens / cost units, priced by `profile`: None is the
+    modelled accelerator), words differing (pooled over reference words), token agreement (pooled over output
+    tokens), identical share."""
     tokens = cost = words = differing = agree_tokens = identical = 0.0
     for prompt in prompts:
         reference = references[prompt]
-        trace = generate(bundle, prompt, config)
+        trace = generate(bundle, prompt, config, profile=profile)
         attach_fidelity(bundle, trace, reference.token_ids, expectations=expectations_for(prompt))
         m = summarize(trace)
         n_words = max(len(reference.text.split()), 1)
@@ -121,21 +90,22 @@ def evaluate(bundle: ModelBundle, prompts: list[str], config: DecodeConfig,
 def _setting(config: DecodeConfig) -> dict:
     return {"tau_accept": config.tau_accept, "tau_slim": config.tau_slim, "gamma": config.gamma,
             "draft_signal": config.draft_signal, "slim_signal": config.slim_signal, "drafter": config.drafter,
-            "draft_route": config.draft_route, "slim_route": config.slim_route}
+            "draft_route": config.draft_route, "slim_route": config.slim_route,
+            "draft_stop_below": config.draft_stop_below}
 
 
 def tune(bundle: ModelBundle, prompts: list[str], target: Target, configs: list[DecodeConfig],
          on_progress: Callable[[int, int], None] | None = None,
-         should_stop: Callable[[], bool] | None = None) -> TuneResult:
+         should_stop: Callable[[], bool] | None = None, profile: object = None) -> TuneResult:
     """Evaluate every config on `prompts`, keep the Pareto front, recommend the fastest that meets `target`."""
     if not prompts:
         raise ConfigError("tune needs at least one prompt")
-    references = {p: _reference(bundle, p, configs[0]) for p in prompts}
+    references = {p: _reference(bundle, p, configs[0], profile) for p in prompts}
     rows = []
     for done, config in enumerate(configs):
         if should_stop is not None and should_stop():
             break
-        rows.append({**_setting(config), **evaluate(bundle, prompts, config, references)})
+        rows.append({**_setting(config), **evaluate(bundle, prompts, config, references, profile)})
         if on_progress is not None:
             on_progress(done + 1, len(configs))
     grid = pd.DataFrame(rows)
@@ -150,15 +120,17 @@ def tune(bundle: ModelBundle, prompts: list[str], target: Target, configs: list[
 
 
 def config_of(base: DecodeConfig, setting: dict) -> DecodeConfig:
-    keys = ("tau_accept", "tau_slim", "gamma", "draft_signal", "slim_signal", "drafter", "draft_route", "slim_route")
+    keys = ("tau_accept", "tau_slim", "gamma", "draft_signal", "slim_signal", "drafter", "draft_route", "slim_route",
+            "draft_stop_below")
     return base.with_(mode="via", **{k: setting[k] for k in keys}).validate()
 
 
-def held_apart(bundle: ModelBundle, prompts: list[str], base: DecodeConfig, setting: dict, measure: bool) -> dict:
+def held_apart(bundle: ModelBundle, prompts: list[str], base: DecodeConfig, setting: dict, measure: bool,
+               profile: object = None) -> dict:
     """The recommendation on prompts it was not tuned on (modelled speed; measured too with `measure`)."""
     config = config_of(base, setting)
-    references = {p: _reference(bundle, p, base) for p in prompts}
-    out = {"prompts": len(prompts), **evaluate(bundle, prompts, config, references)}
+    references = {p: _reference(bundle, p, base, profile) for p in prompts}
+    out = {"prompts": len(prompts), **evaluate(bundle, prompts, config, references, profile)}
     if measure:
         ratios = []
         for prompt in prompts:  # plain and the recommendation back to back, both computed for real
@@ -169,43 +141,14 @@ def held_apart(bundle: ModelBundle, prompts: list[str], base: DecodeConfig, sett
     return out
 
 
-def front_figure(result: TuneResult) -> object:
-    """Plotly scatter of every grid point, the Pareto front as a line, the target and the pick."""
-    import plotly.graph_objects as go
+def load_prompt_set(family: str | None, prompt_file: str | None, count: int,
+                    pair: str | None = None) -> tuple[list[str], list[str]]:
+    """(tuning, held-apart) prompts: from a file (one per line, alternating), the pair's calibration prompts (written
+    apart from examples/, so the benchmark's stay unseen) or the example families."""
+    if pair:
+        from core.tools.calibrate_pair import CALIBRATION_PROMPTS
 
-    metric = result.target.metric
-    label = "words differing from the full model" if metric == "words_differing" else "token agreement"
-    grid, front = result.grid, result.front
-    hover = [f"τ_accept {r.tau_accept}, τ_slim {r.tau_slim}, γ {r.gamma}, {r.draft_signal}, {r.slim_route}"
-             for r in grid.itertuples()]
-    fig = go.Figure()
-    fig.add_trace(go.Scatter(x=grid[metric], y=grid[SPEED], mode="markers", name="grid point", text=hover,
-                             marker={"color": ["#009E73" if m else "#999999" for m in grid["meets_target"]], "size": 9},
-                             hovertemplate="%{text}<br>%{x:.3f}, speed-up %{y:.2f}x<extra></extra>"))
-    fig.add_trace(go.Scatter(x=front[metric], y=front[SPEED], mode="lines+markers", name="Pareto front",
-                             line={"color": "#0072B2", "width": 3}))
-    rec = result.recommended
-    fig.add_trace(go.Scatter(x=[rec[metric]], y=[rec[SPEED]], mode="markers", name="recommended",
-                             marker={"symbol": "star", "size": 20, "color": "#E69F00", "line": {"width": 1}}))
-    fig.add_vline(x=result.target.value, line={"dash": "dash", "color": "#D55E00"},
-                  annotation_text=result.target.describe())
-    fig.update_layout(template="plotly_white", title=f"Tuning: modelled speed-up vs {label} (tuning prompts)",
-                      xaxis_title=label, yaxis_title="modelled speed-up over plain (x)", font={"size": 15})
-    return fig
-
-
-def write_outputs(result: TuneResult, out: Path) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "tune_grid.csv", out / "pareto_front.csv", out / "pareto_front.json", out / "pareto_front.html"]
-    result.grid.to_csv(paths[0], index=False)
-    result.front.to_csv(paths[1], index=False)
-    paths[2].write_text(json.dumps(result.to_dict(), indent=1, default=str) + "\n")
-    front_figure(result).write_html(paths[3], include_plotlyjs="cdn")
-    return paths
-
-
-def load_prompt_set(family: str | None, prompt_file: str | None, count: int) -> tuple[list[str], list[str]]:
-    """(tuning, held-apart) prompts: from a file (one per line, alternating) or the example families."""
+        return list(CALIBRATION_PROMPTS[0::2][:count]), list(CALIBRATION_PROMPTS[1::2][:count])
     if prompt_file:
         lines = [line.strip() for line in Path(prompt_file).read_text().splitlines() if line.strip()]
         if len(lines) < 2:
@@ -237,11 +180,20 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--prompts", help="a text file, one prompt per line (odd lines tune, even lines evaluate)")
     parser.add_argument("--count", type=int, default=2, help="tuning (and held-apart) prompts per family or file")
     parser.add_argument("--model", default=EMBEDDED_ID)
+    parser.add_argument("--pair", choices=["qwen2.5-coder"], help="tune the offline pair: its verifier and drafter, "
+                        "bf16, drafter 'model', its calibration prompts, this device's cost profile")
+    parser.add_argument("--drafter-quant", help="the pair's drafter setting (core.models.drafter_quant; default: "
+                        "the preset's)")
+    parser.add_argument("--copy-evidence", default="verifier", help="e.g. audit: tier-1 drafts kept on trust and "
+                        "audited by the next full pass (exact in greedy)")
+    parser.add_argument("--profile", help="cost profile the speed-up is priced by (default: the modelled "
+                        "accelerator; with --pair this device's)")
     parser.add_argument("--drafter", default="self", choices=["self", "ngram", "model"])
     parser.add_argument("--taus", default="0.5,0.7,0.8,0.9,1.0", help="threshold values; every ordered pair is tried")
     parser.add_argument("--gammas", default="4")
     parser.add_argument("--signals", default="prob", help="confidence signals (used for both tiers)")
     parser.add_argument("--slim-routes", default="auto-slim")
+    parser.add_argument("--stops", default="0", help="draft_stop_below values (a draft ends at its first token below)")
     parser.add_argument("--tokens", type=int, default=32, help="new tokens per prompt")
     parser.add_argument("--measure", action="store_true", help="also measure wall-clock speed-up on held-apart prompts")
     parser.add_argument("--out", default="artifacts/tune", help="folder for the CSV, JSON and HTML outputs")
@@ -251,16 +203,28 @@ def main(argv: list[str] | None = None) -> dict:
               else Target("words_differing", 0.01 if args.max_words_differing is None else args.max_words_differing))
     log = (lambda *a: None) if args.json else (lambda *a: print(*a, flush=True))
     start = time.perf_counter()
-    tuning, held = load_prompt_set(args.family, args.prompts, args.count)
-    bundle = load_bundle(args.model)
-    base = DecodeConfig(drafter=args.drafter, max_new_tokens=args.tokens)
+    tuning, held = load_prompt_set(args.family, args.prompts, args.count, args.pair)
+    if args.pair:
+        from core.decoding.cost_profiles import device_profile
+        from core.tools.pair_bench import PAIRS
+
+        bundle = load_bundle(*PAIRS[args.pair], dtype="bfloat16", drafter_quant=args.drafter_quant)
+        args.drafter = "model"
+        args.profile = device_profile(bundle.verifier.device, args.profile, bundle.verifier.dtype)
+    else:
+        bundle = load_bundle(args.model)
+    base = DecodeConfig(drafter=args.drafter, max_new_tokens=args.tokens, copy_evidence=args.copy_evidence)
     configs = grid_configs(base, _floats(args.taus), [int(g) for g in _floats(args.gammas)],
                            [s.strip() for s in args.signals.split(",") if s.strip()],
-                           [r.strip() for r in args.slim_routes.split(",") if r.strip()])
+                           [r.strip() for r in args.slim_routes.split(",") if r.strip()], _floats(args.stops))
     log(f"{len(configs)} settings x {len(tuning)} tuning prompts; target {target.describe()}")
+    log(f"speed priced by {args.profile or 'the modelled accelerator'}" +
+        (f"; drafter {bundle.drafter.label}" if bundle.drafter is not None else ""))
     result = tune(bundle, tuning, target, configs,
-                  on_progress=lambda d, n: log(f"  {d}/{n} settings ({time.perf_counter() - start:.0f} s)"))
-    result.held_apart = held_apart(bundle, held, base, result.recommended, args.measure) if held else {}
+                  on_progress=lambda d, n: log(f"  {d}/{n} settings ({time.perf_counter() - start:.0f} s)"),
+                  profile=args.profile)
+    result.held_apart = (held_apart(bundle, held, base, result.recommended, args.measure, args.profile)
+                         if held else {})
     paths = write_outputs(result, Path(args.out))
     summary = {**result.to_dict(), "outputs": [str(p) for p in paths],
                "tuning_prompts": len(tuning), "seconds": round(time.perf_counter() - start, 1)}
@@ -270,7 +234,7 @@ def main(argv: list[str] | None = None) -> dict:
         rec = result.recommended
         print(f"\nrecommended for {target.describe()}: tau_accept {rec['tau_accept']}, tau_slim {rec['tau_slim']}, "
               f"gamma {rec['gamma']}, signal {rec['draft_signal']}, drafter {rec['drafter']} "
-              f"({rec['draft_route']}), slim route {rec['slim_route']}")
+              f"({rec['draft_route']}), slim route {rec['slim_route']}, draft cut below {rec['draft_stop_below']}")
         print(f"  tuning prompts:      speed-up {rec[SPEED]:.2f}x (modelled), words differing "
               f"{rec['words_differing']:.3f}, agreement {rec['agreement']:.3f}")
         if result.held_apart:
@@ -280,7 +244,8 @@ def main(argv: list[str] | None = None) -> dict:
             print(f"  held-apart prompts:  speed-up {h[SPEED]:.2f}x (modelled){measured}, words differing "
                   f"{h['words_differing']:.3f}, agreement {h['agreement']:.3f}")
         print("Pareto front:")
-        print(result.front[["tau_accept", "tau_slim", "gamma", SPEED, "words_differing", "agreement"]]
+        print(result.front[["tau_accept", "tau_slim", "gamma", "draft_stop_below", SPEED, "words_differing",
+                            "agreement"]]
               .to_string(index=False))
         print("wrote", ", ".join(str(p) for p in paths))
     return summary

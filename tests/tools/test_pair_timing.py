@@ -27,3 +27,17 @@ def test_every_pass_and_round_is_timed_and_printed() -> None:
     assert all(t.ms > 0 for t in timings)
     printed = table(timings)
     assert "classic SD round" in printed and "x 1-token" in printed
+
+
+def test_quantised_drafters_are_timed_too_and_a_missing_kernel_is_named(monkeypatch) -> None:
+    from core.models import drafter_quant
+
+    header, timings = run("tiny", "cpu", "float32", context=8, gamma=2, repeats=1,
+                          drafter_quants=("int8", "int4+vocab"))
+    names = {t.what for t in timings}
+    assert {"drafter [int8] pass", "drafter [int4+vocab] pass", "classic SD round [int8]"} <= names
+    assert "VIA-SD round, tier 1 only [int4+vocab]" in names
+    monkeypatch.setattr(drafter_quant, "kernel_error", lambda bits, device, dtype: "no kernel" if bits == 4 else None)
+    header, timings = run("tiny", "cpu", "float32", context=8, gamma=2, repeats=1, drafter_quants=("int4",))
+    assert "drafter int4: skipped, int4 weights: no kernel" in header
+    assert not any("[int4]" in t.what for t in timings)

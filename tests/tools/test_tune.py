@@ -17,8 +17,8 @@ from core.tools.tune import (
     evaluate,
     grid_configs,
     tune,
-    write_outputs,
 )
+from core.tools.tune_result import write_outputs
 
 PROMPTS = ["hello there, how are you", "abc abc abc abc"]
 
