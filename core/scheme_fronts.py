@@ -1,6 +1,6 @@
-"""Entry point of `python -m core.sweep`; the command lives in core/tools/sweep.py."""
+"""Entry point of `python -m core.scheme_fronts`; the command lives in core/tools/scheme_fronts.py."""
 
-from core.tools.sweep import main
+from core.tools.scheme_fronts import main
 
 if __name__ == "__main__":
     main()

@@ -1,4 +1,5 @@
-"""The printed table of `python -m core.benchmark --pair ...`: one line per run, medians per method, issue 13's targets.
+"""The printed table of `python -m core.benchmark --pair ...`: one line per run, medians per method, the pair's
+targets (README).
 
 Aggregates (core.analysis.metrics defines each per run): tokens/s and speed ratios are medians over prompts of
 per-prompt ratios (taken side by side in one minute); rejection rate and mean acceptance length are pooled
@@ -121,8 +122,9 @@ def _verdict(value: float | None, goal: float, higher: bool = True, unit: str = 
 
 
 def target_lines(rows: list[Row], stats: dict[str, MethodStats]) -> list[str]:
-    """Issue 13's targets, each met or missed with its numbers; the VIA-SD ones for every VIA-SD row (leads too)."""
-    lines = ["\ntargets (issue 13; ratios are medians over prompts of per-prompt ratios):"]
+    """The pair's targets (README), each met or missed with its numbers; the VIA-SD ones for every VIA-SD row (leads
+    too)."""
+    lines = ["\ntargets (README; ratios are medians over prompts of per-prompt ratios):"]
     plain = stats.get(PLAIN)
     if plain is not None:
         lines.append(f"  our plain vs HF greedy >= 1.0x: {_fmt(plain.x_greedy, '.3f', 0)}x -> "
