@@ -18,6 +18,7 @@ from collections.abc import Iterator
 
 from app.fidelity_cache import FIDELITY
 from core import DecodeConfig, ModelBundle, generate
+from core.round_policy import in_order
 from core.trace import Trace
 
 log = logging.getLogger(__name__)
@@ -46,8 +47,7 @@ def neighbour_pairs(tau_accept: float, tau_slim: float, step: float = STEP, limi
     for da in range(-2, 3):
         for ds in range(-2, 3):
             a, s = round(tau_accept + da * step, 4), round(tau_slim + ds * step, 4)
-            in_order = s <= a or s == 1.0  # tau_slim 1.0 switches tier 2 off under any tau_accept
-            if (da, ds) != (0, 0) and 0.0 <= s <= 1.0 and 0.0 <= a <= 1.0 and in_order:
+            if (da, ds) != (0, 0) and 0.0 <= s <= 1.0 and 0.0 <= a <= 1.0 and in_order(a, s):
                 pairs.append((abs(da) + abs(ds), abs(da) + abs(ds) > 1 and da * ds != 0, (a, s)))
     return [pair for *_, pair in sorted(pairs)][:limit]
 

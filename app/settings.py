@@ -5,7 +5,7 @@ validated `DecodeConfig`; the widget order of the public API (`/generate`, `/rer
 field order here, so nothing re-lists the decoding values by hand. Fields added later go last, so a
 caller that passes the older, shorter list keeps working (the missing values take their defaults).
 
-The defaults are the app's opening state (issue 7): grounded prompt 9 (rename a variable in a
+The defaults are the app's opening state: grounded prompt 9 (rename a variable in a
 function) with every decoding value read from `core.config.LOOKUP_PRESET`, never copied; what the widgets do not expose
 (signals, n-gram size, verification rule, ...) comes from that preset too.
 """

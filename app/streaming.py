@@ -24,7 +24,7 @@ from app.session import SESSIONS
 from app.settings import Settings
 from app.views import cards, charts, render
 from app.views.insight import insight_updates, measure_reliability, prediction_markdown
-from app.views.sensitivity import effect_line, reproduces, shares_line
+from app.views.sensitivity import effect_line, same_run, shares_line
 from core import iter_generate, summarize
 from core.limits import RUN_TIME_BUDGET_S
 from core.trace import Trace
@@ -94,7 +94,7 @@ LIVE = ("tau_accept", "tau_slim", "gamma")
 def reroute_refusal(settings: Settings, previous: Trace | None) -> str | None:
     """Why releasing a threshold should not re-route now (None: it should): the widgets describe a different
     run than the one on screen (say a new prompt was typed). Without this a threshold typed after a new
-    prompt started a full generation that Run then waited behind (issue 15). With no run on screen a
+    prompt started a full generation that Run then waited behind. With no run on screen a
     re-route is simply a run with these thresholds."""
     if previous is None:
         return None
@@ -115,7 +115,7 @@ def prediction(trace: Trace | None, reliability: object, tau_accept: float, tau_
     except (TypeError, ValueError):
         return prediction_markdown(None, tau_accept, tau_slim)
     if trace is not None and trace.tokens:
-        if reproduces(trace, tau_accept, tau_slim):
+        if same_run(trace, tau_accept, tau_slim):
             return shares_line(tier_shares(trace), tau_accept, tau_slim, "exactly the run on screen (these "
                                "thresholds decide every token as it was decided)")
         config = trace.config
@@ -123,7 +123,7 @@ def prediction(trace: Trace | None, reliability: object, tau_accept: float, tau_
         if known is not None:
             return shares_line(known, tau_accept, tau_slim, "the engine's re-route, computed ahead")
         rough = prediction_markdown(reliability, tau_accept, tau_slim, config.draft_signal, config.slim_signal)
-        return "Rough estimate, per token without rounds or copy evidence: " + rough
+        return "Rough estimate, teacher-forced one token a round on the text shown: " + rough
     return prediction_markdown(reliability, tau_accept, tau_slim)
 
 

@@ -6,7 +6,8 @@ from dataclasses import asdict, dataclass, fields, replace
 
 from core.errors import ConfigError, shown
 from core.limits import MAX_GAMMA, MAX_NEW_TOKENS
-from core.vocabulary import SIGNALS, check_alpha
+from core.round_policy import RoundPolicy, in_order
+from core.vocabulary import SIGNALS, CopyEvidence, check_alpha
 
 MIN_TEMPERATURE = 0.01
 """Below this, logits / temperature overflow to inf and probabilities become NaN."""
@@ -25,12 +26,16 @@ DRAFTERS = {
     "hybrid": "prompt lookup when the text offers a confident copy, else the separate smaller model",
 }
 COPY_EVIDENCE = {
-    "slim": "tier 1 keeps a copy only if the slim verifier also gives the copied token >= tau_accept",
-    "verifier": "copies never take tier 1: the slim or the full verifier decides every copy",
-    "statistic": "tier 1 trusts the lookup statistic alone (no model in the loop; can copy back typos)",
-    "audit": "tier 1 keeps a copy on the statistic provisionally; the full verifier's next pass, which must process "
-             "it anyway, audits it and the output is cut back to the first copy it refuses",
+    CopyEvidence.SLIM.value: "tier 1 keeps a copy only if the slim verifier also gives the copied token >= tau_accept",
+    CopyEvidence.VERIFIER.value: "copies never take tier 1: the slim or the full verifier decides every copy",
+    CopyEvidence.STATISTIC.value: "tier 1 trusts the lookup statistic alone (no model in the loop; can copy back "
+                                  "typos)",
+    CopyEvidence.AUDIT.value: "what tiers 1 and 2 keep of a copy, and of a model's draft when greedy, waits on trust: "
+                              "the full verifier's next pass, which must process it anyway, audits it and the output "
+                              "is cut back to the first token it refuses (tier 1 keeps copies once they proved "
+                              "reliable)",
 }
+"""The copy_evidence settings (core.vocabulary.CopyEvidence); what each keeps on trust is core.round_policy's."""
 
 
 @dataclass(frozen=True)
@@ -47,7 +52,9 @@ class DecodeConfig:
     draft (a model's or a copy) at its first token whose confidence is below it (BiLD's fallback).
     Copies: a prompt-lookup draft's confidence is a statistic of the text, not a model's belief;
     `copy_evidence` says what model evidence tier 1 needs before it keeps a copy (COPY_EVIDENCE);
-    under "audit", at most `audit_span` copies wait for their audit before the full verifier must run.
+    under "audit", what tiers 1 and 2 keep (copies, and a model's drafts when greedy) waits on trust, at most
+    `audit_span` tokens, before the full verifier must run and audit them. What the tiers then do with these
+    settings is the run's `policy` (core.round_policy.RoundPolicy), derived once.
     Floor: with `slim_min_hit_rate` > 0, tier 2 skips its pass while fewer than that share of its
     recent passes spared the round a full pass (it then costs more than it saves); 0 never skips.
     """
@@ -78,11 +85,10 @@ class DecodeConfig:
     def greedy(self) -> bool:
         return self.temperature == 0.0
 
-    def effective_thresholds(self) -> tuple[float, float]:
-        """(tau_accept, tau_slim) actually applied: classic SD switches tiers 1 and 2 off."""
-        if self.mode == "via":
-            return self.tau_accept, self.tau_slim
-        return 1.0, 1.0
+    @property
+    def policy(self) -> RoundPolicy:
+        """What these settings make of the tiers (core.round_policy): the thresholds applied, the trust, the gate."""
+        return RoundPolicy.of(self)
 
     def with_(self, **changes: object) -> DecodeConfig:
         return replace(self, **changes)
@@ -108,7 +114,7 @@ class DecodeConfig:
         self._choice("drafter", DRAFTERS)
         self._number("tau_accept", 0.0, 1.0)
         self._number("tau_slim", 0.0, 1.0)
-        if self.tau_slim > self.tau_accept and self.tau_slim < 1.0:  # 1.0 switches tier 2 off, whatever tau_accept
+        if not in_order(self.tau_accept, self.tau_slim):
             raise ConfigError(
                 f"thresholds out of order: tau_slim ({self.tau_slim}) must not exceed tau_accept "
                 f"({self.tau_accept}); accepting with no verifier should need the most confidence"
@@ -158,17 +164,16 @@ LOOKUP_PRESET = DecodeConfig(mode="via", drafter="ngram", gamma=16, tau_accept=0
 it): copies matching the last 3 tokens with one known continuation are kept on trust once the full
 model has kept whole copies (core.decoding.adaptive.TRUST_AFTER) and are audited by its next pass (output
 exact); copies scoring under 0.5 are not worth a verifier's time; tier 2 is off (no slim route of
-this model is cheap and precise). Chosen from `python -m core.benchmark` (README, issue 7 section)."""
+this model is cheap and precise). Chosen from `python -m core.benchmark` (its numbers: README)."""
 
 
 PAIR_PRESET = DecodeConfig(mode="via", drafter="model", slim_route="calibrated-slim", gamma=6, tau_accept=0.9,
                            tau_slim=1.0, max_new_tokens=96)
 """VIA-SD for the real pair, Qwen2.5-Coder 0.5B drafting for 1.5B (bf16 on a CPU with AVX512-BF16): the 0.5B's
-tokens it is at least 0.9 sure of are kept without a verifier (held-apart code text: 73 % of tokens, 99 % of them
-right), the rest go to the full 1.5B, 6 drafted per round. Tier 2 is off: the searched slim verifier (core/presets/
-qwen2.5-coder-1.5b.json, "calibrated-slim") costs 0.72 of a full pass here and is right on only 72 % of the tokens
-the drafter doubts, so it ran at 0.86x classic SD and changed 39 % of words (README, issue 13); set tau_slim below
-1 (0.575 was fitted) to see it."""
+tokens it is at least 0.9 sure of are kept without a verifier, the rest go to the full 1.5B, 6 drafted per round.
+Tier 2 is off: the searched slim verifier (core/presets/qwen2.5-coder-1.5b.json, "calibrated-slim") costs most of
+a full pass and is often wrong on the tokens the drafter doubts, so it was slower than classic SD and changed many
+words; set tau_slim below 1 to see it. The measured shares, costs and speeds: README, "The real pair"."""
 
 
 PRESETS: dict[str, DecodeConfig] = {"lookup": LOOKUP_PRESET, "qwen2.5-coder": PAIR_PRESET}

@@ -3,13 +3,28 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import pandas as pd
 
 from core.config import DecodeConfig
-from core.vocabulary import DEFAULT_PROFILE, Audit, ExpectationCheck, Tier, WordSpan
+from core.round_policy import RoundPolicy
+from core.vocabulary import DEFAULT_PROFILE, Audit, DraftKind, ExpectationCheck, Tier, WordSpan
+
+
+@dataclass(frozen=True)
+class TierInputs:
+    """The plain facts the tier rule read for one draft token (core.decoding.tiers.TierFacts), recorded with it so
+    the same rule can be asked again (other thresholds, a test); its confidences are the record's own."""
+
+    is_copy: bool  # a prompt-lookup copy (else a model's draft)
+    stop_token: bool
+    full_already_ran: bool
+    slim_open: bool  # the slim gate let tier 2 run this round
+    copies_trusted: bool
+    audit_due: bool
+    slim_agreement: float | None = None  # the slim verifier's probability of the drafted token, when it was read
 
 
 @dataclass
@@ -21,14 +36,19 @@ class TokenRecord:
     text: str
     round: int
     tier: int  # 1 direct accept, 2 slim verifier, 3 full verifier
-    outcome: str  # a core.decoding.tiers.Outcome value
-    reason: str  # a core.decoding.tiers.Reason value: why this tier decided (recorded, never re-derived)
-    verdict: str  # a core.decoding.tiers.Why value: what the deciding rule said ("argmax", "draft trusted", ...)
+    outcome: str  # a core.vocabulary.Outcome value
+    reason: str  # a core.vocabulary.Reason value: why this tier decided (recorded, never re-derived)
+    verdict: str  # a core.vocabulary.Why value: what the deciding rule said ("argmax", "draft trusted", ...)
     draft_confidence: float | None = None
     slim_confidence: float | None = None
     full_confidence: float | None = None
-    audit: str = Audit.NONE.value  # a core.decoding.tiers.Audit value: kept on trust, audited, refused, cut
+    audit: str = Audit.NONE.value  # a core.vocabulary.Audit value: kept on trust, audited, refused, cut
     audit_round: int | None = None  # the round whose full pass audited it (audited) or cut it (refused, cut)
+    inputs: TierInputs | None = None  # what the tier rule read (None: no draft decided it, or an older trace)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.inputs, dict):
+            self.inputs = TierInputs(**self.inputs)
 
     def audit_at(self, round_index: int) -> str:
         """The audit state as it stood after round `round_index`: an audit of a later round was still pending."""
@@ -137,10 +157,25 @@ class Trace:
     cost_label: str = ""  # that profile's one-line label, for screens
     prefill_units: float = 0.0  # what the full model's pass over the prompt costs (plain decoding pays it once)
     equals_full_greedy: bool = False  # by construction the full model's own greedy output (see `exact_by_construction`)
+    policy: RoundPolicy | None = None  # what the engine made of the settings (a trace without one: derived from them)
 
     def __post_init__(self) -> None:
         if isinstance(self.config, dict):
             self.config = DecodeConfig.from_dict(self.config)
+        if isinstance(self.policy, dict):
+            self.policy = RoundPolicy.from_dict(self.policy)
+        elif self.policy is None:  # recorded before policies were stamped: the same derivation the engine made
+            self.policy = RoundPolicy.of(self.config)
+
+    def is_copy(self, t: TokenRecord) -> bool:
+        """Whether a drafted token was a prompt-lookup copy (recorded with it; a trace from before that: its drafter's
+        kind, and for a hybrid drafter whether its round ran no drafter model)."""
+        if t.inputs is not None:
+            return t.inputs.is_copy
+        if self.policy.drafts is not DraftKind.HYBRID:
+            return self.policy.drafts is DraftKind.COPY
+        rounds = [r for r in self.rounds if r.index == t.round]
+        return bool(rounds) and not any(c.role == "drafter" for c in rounds[0].calls)
 
     def plain_cost_after(self, tokens: int) -> float:
         """What plain decoding pays for the first `tokens` tokens: the prompt's prefill, then one pass per token
@@ -163,9 +198,10 @@ class Trace:
         return [t.token_id for t in self.tokens]
 
     def to_dataframe(self) -> pd.DataFrame:
-        """One row per generated token."""
-        columns = [f for f in TokenRecord.__dataclass_fields__]
-        return pd.DataFrame([asdict(t) for t in self.tokens], columns=columns)
+        """One row per generated token, the tier rule's recorded inputs as columns of their own."""
+        columns = [f.name for f in fields(TokenRecord) if f.name != "inputs"] + [f.name for f in fields(TierInputs)]
+        rows = [{**asdict(t), **(asdict(t.inputs) if t.inputs else {})} for t in self.tokens]
+        return pd.DataFrame(rows, columns=columns)
 
     def rounds_dataframe(self) -> pd.DataFrame:
         rows = []
@@ -188,7 +224,9 @@ class Trace:
         return all(t.tier == Tier.FULL or t.audit == Audit.AUDITED for t in self.tokens)
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=1)
+        data = asdict(self)
+        data["policy"] = self.policy.to_dict()
+        return json.dumps(data, indent=1)
 
     @classmethod
     def from_json(cls, text: str) -> Trace:

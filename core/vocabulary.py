@@ -86,6 +86,24 @@ class Audit(_Word):
     CUT = "cut"  # cut from the output with an earlier copy the audit refused (Trace.rolled_back)
 
 
+class CopyEvidence(_Word):
+    """What model evidence tier 1 needs before it keeps a prompt-lookup copy (`DecodeConfig.copy_evidence`)."""
+
+    SLIM = "slim"  # the slim verifier must also give the copied token >= tau_accept
+    VERIFIER = "verifier"  # none suffices: a verifier decides every copy
+    STATISTIC = "statistic"  # the lookup statistic alone (no model in the loop)
+    AUDIT = "audit"  # kept on trust once copies proved reliable; the full model's next pass audits them
+
+
+class DraftKind(_Word):
+    """Which kinds of draft a run's drafter makes (`DecodeConfig.drafter` in a mode that drafts)."""
+
+    NONE = "none"  # plain decoding: nothing is drafted
+    MODEL = "model"  # a model's tokens, with its distribution (a separate model, or the verifier routed)
+    COPY = "copy"  # prompt lookup: copies of earlier text, scored by a statistic, no distribution
+    HYBRID = "hybrid"  # a copy when the text offers a confident one, else the separate model's tokens
+
+
 OUTCOME_TIER = {
     Outcome.DIRECT_ACCEPT: Tier.DRAFT,
     Outcome.SLIM_ACCEPT: Tier.SLIM,

@@ -49,9 +49,6 @@ MUTANTS = (
         Edit("core/decoding/sampling.py", (  # the engine's greedy rule (ExactRule.judge): accept iff draft == argmax
             (r"Verdict\(best == token, best,", "Verdict(True, token,"),
         )),
-        Edit("core/decoding/sampling.py", (  # verify()'s greedy branch
-            (r"return best == token, best", "return True, token"),
-        )),
         Edit("core/decoding/sampling.py", (  # sampling rule: accept with probability min(1, q/p)
             (r"if p_token > 0 and sampler\.uniform\(\) < min\(1\.0, q_token / p_token\):", "if True:"),
             (r"if p_token > 0 and sampler\.uniform\(\) < min\(1\.0, float\(q\[token\]\) / p_token\):", "if True:"),
@@ -64,13 +61,18 @@ MUTANTS = (
         )),
     )),
     Mutant("tier rule with thresholds swapped", (
-        Edit("core/decoding/tiers.py", (  # swap the parameter names: tier 1 reads tau_slim, tier 2 reads tau_accept
-            (r"(def decide_tier\([^)]*?)\btau_accept\b([^)]*?)\btau_slim\b", r"\1tau_slim\2tau_accept"),
+        Edit("core/decoding/tiers.py", (  # decide_tier: tier 1 reads tau_slim ...
+            (r"confident = fires\(facts\.draft_confidence, policy\.tau_accept\)",
+             "confident = fires(facts.draft_confidence, policy.tau_slim)"),
+        )),
+        Edit("core/decoding/tiers.py", (  # ... and tier 2 reads tau_accept
+            (r"fires\(facts\.slim_confidence\(\), policy\.tau_slim\)",
+             "fires(facts.slim_confidence(), policy.tau_accept)"),
         )),
     )),
     Mutant("copies kept without model evidence", (
         Edit("core/decoding/tiers.py", (  # decide_tier: a copy's statistic alone passes tier 1, whatever copy_evidence
-            (r'elif copy_evidence != "statistic":', "elif False:"),
+            (r"confident = _has_evidence\(facts, policy\)", "confident = True"),
         )),
     )),
     Mutant("audit lets every copy stand", (
@@ -84,7 +86,7 @@ MUTANTS = (
 QUICK_TESTS = (
     "tests/decoding/test_rules.py::test_slim_decides_when_confident_else_full",
     "tests/decoding/test_rules.py::test_reasons_name_the_rule_that_fired_and_agree_with_the_tier",
-    "tests/decoding/test_rules.py::test_greedy_verify_accepts_only_the_argmax",
+    "tests/decoding/test_rules.py::test_greedy_exact_rule_accepts_only_the_argmax",
     "tests/decoding/test_rules.py::test_rejection_sampling_emits_the_target_distribution",
     "tests/decoding/test_engine.py::test_every_token_to_the_full_verifier_reproduces_plain_greedy",
     "tests/decoding/test_engine.py::test_all_to_the_slim_verifier_reproduces_the_slim_models_greedy_output",

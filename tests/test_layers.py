@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 LAYERS: list[tuple[str, ...]] = [
-    ("core.errors", "core.vocabulary", "core.limits"),  # the vocabulary: value types and names
+    ("core.errors", "core.vocabulary", "core.limits", "core.round_policy"),  # the vocabulary: value types and names
     ("core.config", "core.trace", "core.models"),  # settings, the trace format, loading and routing models
     ("core.decoding",),  # the engine: drafters, tiers, rounds, costs
     ("core.analysis",),  # metrics, fidelity, prediction, sweeps: they run the engine, the engine never calls them
@@ -97,4 +97,4 @@ def test_core_never_imports_the_ui():
 def test_the_layer_rule_catches_an_upward_import():
     assert layer_of("core.trace") < layer_of("core.decoding.engine") < layer_of("core.analysis.fidelity")
     assert layer_of("core.models.loading") < layer_of("core.decoding.scorer")
-    assert layer_of("core.tools.cli") > layer_of("examples") > layer_of("core.analysis.sweep")
+    assert layer_of("core.tools.cli") > layer_of("examples") > layer_of("core.analysis.tradeoffs")

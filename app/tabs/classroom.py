@@ -214,7 +214,7 @@ class ClassroomTab:
         prompt = walkthroughs.walkthrough_heading({"title": "Your last run", "prompt": trace.prompt})
         heading = (f"{prompt} · {words.name('mode', c.mode)}, τ_accept {c.tau_accept:g}, "
                    f"τ_slim {c.tau_slim:g}, γ {c.gamma}"
-                   + (f", copies {words.name('copy_evidence', c.copy_evidence)}" if c.drafter == "ngram"
+                   + (f", copies {words.name('copy_evidence', c.copy_evidence)}" if trace.policy.makes_copies
                       else ""))
         return self._keyed(_opened(trace, heading, "", show_future))
 

@@ -17,13 +17,14 @@ from app.session import SESSIONS, session_id
 from app.settings import DEFAULT, Settings
 from app.views import tables
 from app.views.diff import diff_html
-from app.views.grid_chart import tradeoff_figure
+from app.views.grid_chart import row_name, tradeoff_figure
 from app.views.numbers import speed_text
 from app.views.recommend import DEFAULT_BUDGET, recommendation
 from app.views.tradeoff_chart import tradeoff_chart
 from core import attach_fidelity, generate, summarize
-from core.analysis.sweep import scheme_points, sweep_schemes, threshold_grid
+from core.analysis.tradeoffs import scheme_points, sweep_schemes, threshold_grid
 from core.errors import ConfigError, shown
+from core.round_policy import threshold_text
 from examples import expectations_for
 
 MODEL = {"concurrency_id": "model", "concurrency_limit": 1}
@@ -33,15 +34,15 @@ EXPLAIN = {"plain": "the full model alone: the reference the others are compared
            "sd": "every draft token checked by the full model", "via": "three tiers at the thresholds below"}
 COMPARE_OUTPUTS = ("plain", "sd", "via", "table", "status")
 GRID_OUTPUTS = ("tradeoff_plot", "grid_table", "grid_status", "grid")
-SCHEME_OUTPUTS = ("schemes_plot", "schemes_status", "points")
+SCHEME_OUTPUTS = ("schemes_plot", "schemes_status", "points", "schemes_table")
 
 
 def mode_label(mode: str, trace: Any = None, short: bool = False) -> str:
     """A human name for a mode; VIA-SD's says which thresholds it used (`short`: for the table)."""
     if mode == "via" and trace is not None:
-        a, s = trace.config.tau_accept, trace.config.tau_slim
-        slim = "off" if s >= 1.0 else f"{s:g}"
-        return f"VIA-SD (τa {a:g}, τs {slim})" if short else f"VIA-SD (τ_accept {a:g}, τ_slim {slim})"
+        a, s = threshold_text(trace.policy.tau_accept), threshold_text(trace.policy.tau_slim)
+        name = trace.policy.name  # VIA-SD with both tiers off is classic SD, and says so
+        return f"{name} (τa {a}, τs {s})" if short else f"{name} (τ_accept {a}, τ_slim {s})"
     return {"plain": "Plain", "sd": "Classic SD"}.get(mode, mode) if short else MODES.get(mode, mode)
 
 
@@ -62,7 +63,7 @@ def parse_values(text: str) -> list[float]:
     if not values or any(not 0.0 <= v <= 1.0 for v in values):
         raise ConfigError("threshold values must be numbers within [0, 1], e.g. 0.3, 0.5, 0.9")
     if len(values) > 8:
-        raise ConfigError("at most 8 threshold values (36 pairs) per grid")
+        raise ConfigError("at most 8 threshold values (43 pairs) per grid")
     return values
 
 
@@ -110,8 +111,9 @@ def _grid(settings: Settings, session: str, values_text: str, progress: Any) -> 
     stopped = " (stopped early)" if should_stop() else ""
     return {"tradeoff_plot": tradeoff_figure(grid, config.tau_accept, config.tau_slim),
             "grid_table": tables.grid_table(grid), "grid": grid,
-            "grid_status": f"**Grid done{stopped}:** {len(grid)} threshold pairs (the sliders' {config.tau_accept:g} / "
-                           f"{config.tau_slim:g} included, starred). Speed-up is modelled; words differing measured."}
+            "grid_status": f"**Grid done{stopped}:** {len(grid)} threshold pairs (the sliders' pair, "
+                           f"{row_name(config.tau_accept, config.tau_slim)}, included, starred). Speed-up is "
+                           "modelled; words differing measured."}
 
 
 @reports_errors("schemes_status")
@@ -125,7 +127,8 @@ def _schemes(settings: Settings, session: str, progress: Any) -> dict:
     points = scheme_points(rows) if len(rows) else None
     stopped = " (stopped early)" if should_stop() else ""
     measure = str(rows["difference_measure"].iloc[0]) if len(rows) else "words differing"
-    return {"schemes_plot": tradeoff_chart(points), "points": points, "schemes_status":
+    return {"schemes_plot": tradeoff_chart(points), "points": points, "schemes_table": tables.schemes_table(points),
+            "schemes_status":
             f"**Schemes done{stopped}:** {len(rows)} settings on this prompt. Speed-up is modelled (accelerator "
             f"cost model); x = {measure} from the full model's own output. Each scheme's exact setting is classic "
             "SD; the fronts show what each trades for speed."}
@@ -152,8 +155,8 @@ class CompareTab:
                              "accelerator cost model)", interactive=False, wrap=True, elem_id="viasd-compare-table")
         self.compare_out = {**texts, "table": table, "status": status}
         gr.Markdown("### Trade-off over threshold pairs\nRuns VIA-SD for every pair τ_slim ≤ τ_accept from "
-                    "the values below (memo on, so only new prefixes cost time). The star is the current "
-                    "sliders' pair.")
+                    "the values below, and τ_slim 1 (tier 2 off) with every τ_accept (memo on, so only new prefixes "
+                    "cost time). Both at 1 is classic SD. The star is the current sliders' pair.")
         with gr.Row():
             self.grid_values = gr.Textbox(DEFAULT_GRID, label="Threshold values", scale=3)
             self.grid_btn = gr.Button("Run threshold grid", variant="primary", scale=1, elem_id="viasd-grid")
@@ -171,7 +174,9 @@ class CompareTab:
         self.points_state = gr.State(None)
         self.schemes_out = {"schemes_plot": gr.Plot(tradeoff_chart(None), label="Pareto fronts per scheme",
                                                     elem_id="viasd-schemes-plot"),
-                            "schemes_status": schemes_status, "points": self.points_state}
+                            "schemes_status": schemes_status, "points": self.points_state,
+                            "schemes_table": gr.Dataframe(tables.schemes_table(None), label="Schemes, fastest first",
+                                                          interactive=False, wrap=True, elem_id="viasd-schemes-table")}
         with gr.Row(equal_height=True):
             self.budget = gr.Number(DEFAULT_BUDGET, label="Words-differing budget (%)", minimum=0, maximum=100,
                                     step=1, scale=1, min_width=160, elem_id="viasd-budget")

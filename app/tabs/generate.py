@@ -25,6 +25,7 @@ from app.widgets import lenient
 from core.config import COPY_EVIDENCE
 from core.limits import MAX_GAMMA, MAX_NEW_TOKENS
 from core.models.layer_routes import PRESETS
+from core.round_policy import thresholds_apply
 from examples import FAMILIES, load_prompts
 
 MODEL = {"concurrency_id": "model", "concurrency_limit": 1}
@@ -43,9 +44,16 @@ OUTPUTS = ("tokens", "status", "legend", "metrics", "metrics_json", "conf_plot",
            "effect_button")
 """Output names of /generate, /rerun_real and /reroute in API order (/reroute adds "tradeoff_plot")."""
 THREE_TIER_LABEL = "Show the trade-off: three tiers with the self-drafter on a chat prompt"
-OPENING_EFFECT = ("**On this preset the sliders trade speed only:** every prompt-lookup copy is audited by the full "
-                  "model, so the text is the full model's at any threshold, and tier 2 is off (τ_slim 1.0). The button "
-                  "below opens a run where both thresholds move speed *and* fidelity.")
+OPENING_EFFECT = ("**With the opening settings** (prompt lookup, copies audited, greedy, τ_slim off) **the "
+                  "sliders trade speed only:** whatever tiers 1 and 2 keep is audited by the full model, so the text "
+                  "is the full model's at any threshold. The button below opens a run where both thresholds move "
+                  "speed *and* fidelity.")
+OPENING_NAMED = ("mode", "drafter", "copy_evidence", "sampling")
+"""The settings OPENING_EFFECT speaks of: it stays only while they are the opening's."""
+SLIDER_LABELS = {"tau_accept": "τ_accept — trust the drafter directly at or above",
+                 "tau_slim": "τ_slim — let the slim verifier decide at or above"}
+OFF_IN = {"sd": "off in classic SD: every draft token goes to the full model", "plain": "off in plain decoding: "
+          "nothing is drafted"}
 READY = "Ready. Pick an example or type a prompt, then press **Run**."
 
 
@@ -99,10 +107,9 @@ class GenerateTab:
             with gr.Column(scale=3, min_width=340):
                 headline = gr.HTML(cards.headline_html({}), elem_id="viasd-headline-box")
                 tau_accept = lenient(gr.Slider(0.0, 1.0, value=DEFAULT.tau_accept, step=STEP,
-                                               elem_id="viasd-tau-accept",
-                                               label="τ_accept — trust the drafter directly at or above"))
+                                               elem_id="viasd-tau-accept", label=SLIDER_LABELS["tau_accept"]))
                 tau_slim = lenient(gr.Slider(0.0, 1.0, value=DEFAULT.tau_slim, step=STEP, elem_id="viasd-tau-slim",
-                                             label="τ_slim — let the slim verifier decide at or above"))
+                                             label=SLIDER_LABELS["tau_slim"]))
                 gamma = lenient(gr.Slider(1, MAX_GAMMA, value=DEFAULT.gamma, step=1, label="γ — draft length",
                                           elem_id="viasd-gamma"))
                 gr.Markdown("Release a slider (or type a value and press Tab): the text re-routes at once. "
@@ -206,6 +213,22 @@ class GenerateTab:
         """While a threshold slider moves: tier shares for the new pair, no model call (< 50 ms)."""
         return streaming.prediction(trace, reliability, tau_accept, tau_slim)
 
+    def tier_sliders(self, mode: str) -> dict:
+        """Where tiers 1 and 2 cannot act in the chosen mode, their sliders say so and are disabled."""
+        acts = thresholds_apply(mode)
+        return {self.widgets[name]: gr.update(interactive=acts, label=label if acts else
+                                              f"{label.split(' — ')[0]} — {OFF_IN.get(mode, 'off in this mode')}")
+                for name, label in SLIDER_LABELS.items()}
+
+    def opening_effect(self, trace: Any, **values: Any) -> dict:
+        """The opening line speaks of the opening settings: once one changes before any run, it goes (a run's own
+        line names the run's settings, so it stays until the next run replaces it)."""
+        if trace is not None:
+            return {self.out["effect"]: gr.skip(), self.three: gr.skip()}
+        settings, opening = Settings.from_values(**values), Settings()
+        shown = all(getattr(settings, name) == getattr(opening, name) for name in OPENING_NAMED)
+        return self._keyed({"effect": OPENING_EFFECT if shown else ""})
+
     def stop(self, request: gr.Request = None) -> dict:
         """Ask this session's run to stop after its current round; it then shows the partial result."""
         if SESSIONS.request_stop(session_id(request)):
@@ -245,4 +268,10 @@ class GenerateTab:
               self.out["prediction"],
               api_name="predict_tiers", queue=False, show_progress="hidden", trigger_mode="always_last")
         self.stop_btn.click(self.stop, None, self.out["status"], api_name="stop", queue=False)
+        self.widgets["mode"].change(self.tier_sliders, self.widgets["mode"],
+                                    [self.widgets["tau_accept"], self.widgets["tau_slim"]], queue=False,
+                                    api_visibility="private", show_progress="hidden")
+        gr.on([self.widgets[n].change for n in OPENING_NAMED], self.opening_effect,
+              None, [self.out["effect"], self.three], inputs_kwargs={**self.widgets, "trace": self.out["trace"]},
+              queue=False, api_visibility="private", show_progress="hidden")
         return []

@@ -1,5 +1,5 @@
 """`python -m app.tools.pair_memory`: resident memory of the app process with the real pair loaded and five
-visitors using it (issue 13 item 5).
+visitors using it.
 
 Drives `app.session.SESSIONS` as the Models panel does: the embedded model first (the app's default),
 then five browser sessions pick the offline Qwen2.5-Coder pair one after another and each runs a short

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable
 
 from app.views import words
-from app.views.render import REPLACED, audits_copies, is_special, shown_round
+from app.views.render import REPLACED, is_special, shown_round
 from core.analysis.metrics import modelled_speedup
 from core.trace import TokenRecord, Trace
-from core.vocabulary import Reason
+from core.vocabulary import Audit, Reason
 
 WHY: dict[str, str] = {reason: words.name("reason", reason) for reason in Reason}
 """Short label of each recorded reason, for the round table's "why" column (app.views.words)."""
@@ -63,32 +64,38 @@ def _checked(t: TokenRecord, who: str, draft_text: str | None) -> str:
 
 
 def explain_token(t: TokenRecord, draft_text: str | None, mode: str = "via", *, audited: bool = False,
-                  cut: int = 0, slim_on: bool = True) -> str:
+                  cut: int = 0, slim_on: bool = True, copy: bool | None = None, gated: bool = False) -> str:
     """One plain-language sentence on how one token was decided, read from its recorded reason and verdict.
 
-    `audited`: the run kept copies on trust for the full model to audit (copy_evidence "audit"). For an
-    audit refusal, `draft_text` is the refused copy and `cut` how many tokens the audit cut. `slim_on`:
-    tier 2 was on (τ_slim below 1), so a sentence may say it was not confident enough.
+    `mode` is what the run was (its policy's method: "plain", "sd", "via"). `audited`: this token was kept on
+    trust for the full model to audit (its recorded audit state); `copy`: it was a prompt-lookup copy (None:
+    as `audited`). For an audit refusal, `draft_text` is the refused token and `cut` how many tokens the audit
+    cut. `slim_on`: the slim verifier was asked about it (tier 2 on, its confidence recorded), so a sentence may
+    say it was not confident enough; `gated`: tier 2 is on but the slim gate skipped it this round.
     """
     c, s, word = conf(t.draft_confidence), conf(t.slim_confidence), quoted(t.text)
     reason = t.reason
+    copy = audited if copy is None else copy
     later = (" It is kept on trust for now: the full model's next pass, which must process it anyway, audits it."
              if audited else "")
     if reason == Reason.DRAFT_CONFIDENT:
-        if audited:
+        if audited and copy:
             return f"Prompt lookup copied {word} and the copy looked reliable ({c}), sure enough to skip checking." \
                    + later
+        if audited:
+            return f"The drafter was {c} sure — sure enough to skip checking — so {word} was kept as drafted." + later
         return f"The drafter was {c} sure — sure enough to skip checking — so {word} was kept as drafted."
     if reason == Reason.SLIM_CONFIDENT:
         return (f"The drafter ({c}) was not sure enough to skip checking; the slim verifier was {s} sure, "
                 f"sure enough to decide: " + _checked(t, "it", draft_text) + later)
     if reason == Reason.AUDIT_REFUSED:
-        return (f"The full model's pass checked the copies kept on trust and refused {quoted(draft_text)}: the text "
+        return (f"The full model's pass checked the words kept on trust and refused {quoted(draft_text)}: the text "
                 f"was cut back there ({cut} token{'s' * (cut != 1)}, struck through) and the full model's own "
                 f"{word} written instead. The answer stays the full model's; the round ends here.")
     if reason == Reason.AUDIT_DUE:
-        return ("Enough copies were already waiting for their check, so this word goes to the full model now; its "
-                "pass checks the waiting copies first (they stand): " + _checked(t, "the full model", draft_text))
+        return ("Enough words kept on trust were already waiting for their check, so this word goes to the full model "
+                "now; its pass checks the waiting words first (they stand): " + _checked(t, "the full model",
+                                                                                         draft_text))
     if reason == Reason.FREE_VERDICT:
         return ("The full model had already run in this round (for an earlier word), so its verdict here is free "
                 "and exact; tiers 1 and 2 were not asked: " + _checked(t, "it", draft_text))
@@ -97,7 +104,8 @@ def explain_token(t: TokenRecord, draft_text: str | None, mode: str = "via", *, 
                 "statistic of the text, not a model's belief, so it is never kept without a model agreeing: "
                 + _checked(t, "the full model", draft_text))
     if reason == Reason.STOP_TOKEN:
-        slim = " and the slim verifier was not sure enough" if slim_on else ""
+        slim = (" and the slim verifier was not sure enough" if slim_on else
+                " (the slim gate skipped tier 2 this round)" if gated else "")
         return ("The drafter proposed the end of the answer, which is never kept unchecked" + slim + ": "
                 + _checked(t, "the full model", draft_text))
     if reason == Reason.BONUS:
@@ -111,6 +119,9 @@ def explain_token(t: TokenRecord, draft_text: str | None, mode: str = "via", *, 
             lead = "Classic speculative decoding sends every draft word to the full model"
         elif slim_on:
             lead = f"Neither the drafter ({c}) nor the slim verifier ({s}) was sure enough"
+        elif gated:
+            lead = (f"The drafter ({c}) was not sure enough, and the slim gate skipped tier 2 this round (its recent "
+                    "passes had not spared a full pass)")
         else:
             lead = f"The drafter ({c}) was not sure enough, and the slim verifier is switched off"
         return lead + ": " + _checked(t, "the full model", draft_text)
@@ -133,19 +144,31 @@ GROUPED = {
 COPIED = {Reason.DRAFT_CONFIDENT: "Prompt lookup copied “{text}” ({n} tokens) and the copy looked reliable ({sure}),"
                                   " sure enough to skip checking. They are kept on trust for now: the full model's "
                                   "next pass, which must process them anyway, audits them."}
+ON_TRUST = {
+    Reason.DRAFT_CONFIDENT: "The drafter was sure enough ({sure}) to skip checking {n} words in a row: “{text}” is "
+                            "kept on trust for now; the full model's next pass, which must process them anyway, "
+                            "audits them.",
+    Reason.SLIM_CONFIDENT: "The slim verifier was sure enough ({sure}) to decide the next {n} words and kept "
+                           "“{text}”, on trust for now: the full model's next pass audits them.",
+}
+"""The same runs of tokens when they were kept on trust (recorded audit state) and were the drafter's own."""
 SD_GROUPED = {Reason.NOT_CONFIDENT: "Classic speculative decoding sends every draft word to the full model: it kept "
                                     "“{text}” ({n} tokens)."}
 
 
-def told(items: list[tuple[TokenRecord, str]], mode: str = "via", audited: bool = False
-         ) -> list[tuple[list[TokenRecord], str]]:
+def told(items: list[tuple[TokenRecord, str]], mode: str = "via",
+         copied: Callable[[TokenRecord], bool] = lambda t: False) -> list[tuple[list[TokenRecord], str]]:
     """The round's per-token sentences with runs of tokens kept for the same reason told as one sentence, so a
-    caption fits a projector; each entry is (its tokens, its sentence)."""
+    caption fits a projector; each entry is (its tokens, its sentence). A run kept on trust (recorded audit
+    state) is told as such, as copies where `copied` says each was a prompt-lookup copy."""
+    def kind(t: TokenRecord) -> tuple:
+        return t.reason, t.audit != Audit.NONE, copied(t)
+
     groups: list[list[tuple[TokenRecord, str]]] = []
     for item in items:
         t = item[0]
         last = groups[-1][-1][0] if groups else None
-        if (last is not None and t.reason == last.reason and t.reason in GROUPED and t.outcome not in REPLACED
+        if (last is not None and kind(t) == kind(last) and t.reason in GROUPED and t.outcome not in REPLACED
                 and last.outcome not in REPLACED):
             groups[-1].append(item)
         else:
@@ -156,8 +179,9 @@ def told(items: list[tuple[TokenRecord, str]], mode: str = "via", audited: bool 
         if len(group) == 1 or not spoken("".join(t.text for t in tokens)):
             out.extend(([t], sentence) for t, sentence in group)
             continue
-        reason = Reason(tokens[0].reason)
-        form = (COPIED if audited else SD_GROUPED if mode == "sd" else {}).get(reason, GROUPED[reason])
+        reason, trusted, copies = kind(tokens[0])
+        forms = (COPIED if copies else ON_TRUST) if trusted else SD_GROUPED if mode == "sd" else {}
+        form = forms.get(Reason(reason)) or (ON_TRUST.get(Reason(reason)) if trusted else None) or GROUPED[reason]
         values = [v for t in tokens if (v := t.slim_confidence if reason == Reason.SLIM_CONFIDENT
                                         else t.draft_confidence) is not None]
         lo, hi = conf(min(values, default=None)), conf(max(values, default=None))
@@ -195,7 +219,7 @@ def caption(trace: Trace, index: int, items: list[tuple[TokenRecord, str]], draf
     else:
         drafted = f"The drafter proposed {n} token{'s' * (n != 1)} of the chat template (no words)."
     opening = f"<p><b>Round {shown_round(index)} of {len(trace.rounds)}.</b> {html.escape(drafted)}</p>"
-    grouped = told(items, trace.config.mode, audits_copies(trace))
+    grouped = told(items, trace.policy.method, trace.is_copy)
     points = "".join(f"<li data-reason='{html.escape(ts[0].reason)}' data-outcome='{html.escape(ts[0].outcome)}' "
                      f"data-tokens='{len(ts)}'>{html.escape(sentence)}</li>" for ts, sentence in grouped)
     plain_so_far = trace.plain_cost_after(answer_tokens)  # the same prompt prefill (recorded), then one pass a token

@@ -1,7 +1,7 @@
 """Trace metrics -> HTML: the headline beside the sliders and the cards below the text.
 
 The kinds of numbers stay apart (modelled accelerator, measured CPU wall clock, fidelity), and
-the fidelity card leads with "words differing" when core.analysis.metrics provides it (issue 7), since a
+the fidelity card leads with "words differing" when core.analysis.metrics provides it, since a
 word-level difference is what a reader notices; token agreement follows.
 """
 
@@ -11,12 +11,11 @@ import html
 
 from app.views import words
 from app.views.numbers import Headline, headline, plural, speed_text
-from app.views.render import audit_counts, audits_copies
 from core.analysis.fidelity import numerics_split
 from core.trace import Trace
 from core.vocabulary import Outcome
 
-__all__ = ["audit_summary", "headline_html", "metrics_html", "speed_text"]
+__all__ = ["headline_html", "metrics_html", "speed_text"]
 
 
 def _label(metric: str) -> str:
@@ -108,9 +107,20 @@ def _fidelity_card(m: dict, trace: Trace | None) -> str:
             + (_row("words_differing", html.escape(split), label="words differing, split")
                if (split := numerics_split(trace)) else "")
             + '</table>' + _spans_html(trace) + _expectations_html(trace)
-            + '<div class="note">Words differing: words inserted, deleted or changed against the full model\'s own '
-              'answer. Token agreement: share of tokens that are the full model\'s own top choice.'
-            + _reduced_precision_note(trace) + '</div></div>')
+            + f'<div class="note" data-reference="greedy">{html.escape(reference_note(trace))} Words differing: words '
+              'inserted, deleted or changed against that answer. Token agreement: share of tokens that are the full '
+              'model\'s own top choice.' + _reduced_precision_note(trace) + '</div></div>')
+
+
+def reference_note(trace: Trace | None) -> str:
+    """What fidelity compares against (always the full model's own greedy answer), and what that means for a
+    sampled run: it differs even where the full model decided every token."""
+    if trace is None or trace.policy.greedy:
+        return "Compared with the full model's own greedy answer (plain decoding)."
+    c = trace.config
+    return (f"Compared with the full model's own greedy answer (plain decoding). This run samples (temperature "
+            f"{c.temperature:g}, top-p {c.top_p:g}, seed {c.seed}), so it can differ from that answer even where "
+            "the full model decided every token.")
 
 
 def _reduced_precision_note(trace: Trace | None) -> str:
@@ -123,15 +133,27 @@ def _reduced_precision_note(trace: Trace | None) -> str:
 
 
 def _routing_card(m: dict, h: Headline, trace: Trace | None) -> str:
-    shares = "".join(
-        _row(f"share_{o.value}", f'{m.get(f"share_{o.value}", 0.0):.0%}', label=words.name("outcome", o))
-        for o in Outcome if m.get(f"share_{o.value}", 0.0) > 0)
+    shares = "".join(_share_row(m, o, h) for o in Outcome if m.get(f"share_{o.value}", 0.0) > 0)
     stop = str(m["stop_reason"])
     return ('<div class="viasd-card"><h4>Who decided the tokens</h4><table>' + shares + _audit_rows(h)
             + _row("rounds", f'<span data-metric="rounds">{h.rounds}</span>')
             + f'<tr title="{html.escape(words.meaning("stop", stop))} [{html.escape(stop)}]"><td>'
               f'{_label("stop_reason")}</td><td class="v">{html.escape(words.name("stop", stop))}</td></tr>'
             + '</table></div>')
+
+
+def _share_row(m: dict, outcome: Outcome, h: Headline) -> str:
+    """One outcome's share of the answer; tier 1 split by what the records say: kept on trust (then audited) or
+    kept unchecked, so a token the full model audited is never called unchecked."""
+    share = m.get(f"share_{outcome.value}", 0.0)
+    direct = h.trust.direct if h.trust is not None and outcome is Outcome.DIRECT_ACCEPT and h.tokens else 0
+    if not direct:
+        return _row(f"share_{outcome.value}", f"{share:.0%}", label=words.name("outcome", outcome))
+    unchecked = share - direct / h.tokens
+    row = _row(f"share_{outcome.value}", f'<span data-metric="share_trusted">{direct / h.tokens:.0%}</span>',
+               label=words.name("trust", "audited") + " (tier 1)")
+    return row + (_row(f"share_{outcome.value}", f"{unchecked:.0%}", label=words.name("outcome", outcome))
+                  if unchecked > 1e-9 else "")
 
 
 def metrics_html(metrics: dict, trace: Trace | None = None) -> str:
@@ -145,23 +167,15 @@ def metrics_html(metrics: dict, trace: Trace | None = None) -> str:
             f'{_measured_card(metrics)}{_fidelity_card(metrics, trace)}{_routing_card(metrics, h, trace)}</div>')
 
 
-def audit_summary(trace: Trace | None) -> dict[str, int] | None:
-    """Copies kept on trust (still in the output), tokens the audit cut and the rounds that cut them;
-    None when the run did not audit copies (copy_evidence other than "audit", or no prompt lookup)."""
-    if trace is None or not audits_copies(trace):
-        return None
-    trusted, cut, refusals = audit_counts(trace)
-    return {"trusted": trusted, "cut": cut, "rounds": refusals}
-
-
 def _audit_rows(h: Headline) -> str:
-    c = h.copies
+    c = h.trust
     if c is None:
         return ""
     cut = (f'<span data-metric="rolled_back">{c.cut}</span> {"token" if c.cut == 1 else "tokens"} '
            f'({plural(c.refusals, "refusal")})')
-    return (_row("rolled_back", f'<span data-metric="trusted">{c.trusted}</span>', label="copies kept on trust")
-            + _row("rolled_back", str(c.standing), label="… still in the answer")
+    kept = f"{c.kind.split()[0]} tokens kept on trust" if c.kind != "token" else "tokens kept on trust"
+    return (_row("rolled_back", f'<span data-metric="trusted">{c.trusted}</span>', label=kept)
+            + _row("rolled_back", f'<span data-metric="standing">{c.standing}</span>', label="… still in the answer")
             + _row("rolled_back", cut))
 
 

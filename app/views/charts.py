@@ -16,6 +16,7 @@ from app.views.chart_style import finish
 from app.views.grid_chart import tradeoff_figure
 from app.views.render import OUTCOMES, shown_round
 from core.analysis.metrics import summarize
+from core.round_policy import switched_off
 from core.trace import Trace
 from core.vocabulary import Outcome
 
@@ -36,7 +37,10 @@ def _jitter(i: int) -> float:
 
 
 def confidence_figure(trace: Trace | None, tau_accept: float, tau_slim: float) -> go.Figure:
-    """Strip plot of drafter and slim confidences per token, coloured by outcome, with the thresholds."""
+    """Strip plot of drafter and slim confidences per token, coloured by outcome, with the thresholds: a trace's
+    as its policy applied them (a tier off in its mode, or switched off, draws a note instead of a line)."""
+    if trace is not None:
+        tau_accept, tau_slim = trace.policy.tau_accept, trace.policy.tau_slim
     fig = go.Figure()
     rows = {"drafter": 1.0, "slim verifier": 0.0}
     if trace is not None:
@@ -54,11 +58,17 @@ def confidence_figure(trace: Trace | None, tau_accept: float, tau_slim: float) -
                             "line": {"width": 1, "color": "#333333"}},
                     text=[f"{t.text!r} (token {t.position}, round {shown_round(t.round)})" for t in pts],
                     hovertemplate="%{text}<br>confidence %{x:.3f}<extra>" + label + "</extra>"))
-    fig.add_shape(type="line", x0=tau_accept, x1=tau_accept, y0=0.55, y1=1.45, line={"color": "#009E73", "width": 3})
-    fig.add_shape(type="line", x0=tau_slim, x1=tau_slim, y0=-0.45, y1=0.45,
-                  line={"color": "#0072B2", "width": 3, "dash": "dash"})
-    fig.add_annotation(x=tau_accept, y=1.5, text=f"τ_accept = {tau_accept:.2f}", showarrow=False, yanchor="bottom")
-    fig.add_annotation(x=tau_slim, y=-0.5, text=f"τ_slim = {tau_slim:.2f}", showarrow=False, yanchor="top")
+    off = f" in {trace.policy.name}" if trace is not None and trace.policy.name != "VIA-SD" else ""
+    lines = (("τ_accept", tau_accept, (0.55, 1.45, 1.5), {"color": "#009E73"}),
+             ("τ_slim", tau_slim, (-0.45, 0.45, -0.5), {"color": "#0072B2", "dash": "dash"}))
+    for name, tau, (y0, y1, y), style in lines:
+        anchor = "bottom" if y > 0 else "top"
+        if switched_off(tau):  # the tier takes nothing: no line to read right of
+            fig.add_annotation(x=0.98, y=y, text=f"{name}: tier off{off}", showarrow=False, yanchor=anchor,
+                               xanchor="right", font={"color": "#7a7a7a"})
+            continue
+        fig.add_shape(type="line", x0=tau, x1=tau, y0=y0, y1=y1, line={"width": 3, **style})
+        fig.add_annotation(x=tau, y=y, text=f"{name} = {tau:.2f}", showarrow=False, yanchor=anchor)
     fig.update_xaxes(range=[-0.02, 1.02], title="confidence")
     fig.update_yaxes(tickvals=list(rows.values()), ticktext=list(rows.keys()), range=[-0.95, 1.8])
     if trace is None or not trace.tokens:

@@ -3,7 +3,8 @@
 Both thresholds are visible on the chart itself: τ_accept is the marker's colour (scale on the right),
 τ_slim its shape (one legend entry per value). Pairs with identical results share a marker, drawn
 larger with "×n" beside it and every pair in its hover. The 1.0× line is plain decoding, and when no
-pair beats it the chart says so. Nothing here runs a model.
+pair beats it the chart says so. Every row is named once (`row_name`), the way the table and the advice
+name it: a pair with both tiers off is classic SD and is called so. Nothing here runs a model.
 """
 
 from __future__ import annotations
@@ -14,20 +15,28 @@ from plotly.subplots import make_subplots
 
 from app.views import words
 from app.views.chart_style import finish
+from core.round_policy import switched_off, threshold_text
 
 SLIM_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "x", "pentagon", "hexagon", "star-triangle-up")
 NOTHING_BEATS_PLAIN = "nothing here beats plain decoding (1.0×)"
 
 
 def pair_label(tau_accept: float, tau_slim: float) -> str:
-    """A threshold pair as people read it ('tier 2 off' for τ_slim 1)."""
-    slim = "off" if tau_slim >= 1.0 else f"{tau_slim:g}"
-    return f"τ_accept {tau_accept:g}, τ_slim {slim}"
+    """A threshold pair as people read it ('off' for a tier switched off)."""
+    return f"τ_accept {threshold_text(tau_accept)}, τ_slim {threshold_text(tau_slim)}"
+
+
+def row_name(tau_accept: float, tau_slim: float) -> str:
+    """A grid row's name, the same in the table, the hover and the advice: VIA-SD at a pair, or classic SD when the
+    pair switches both tiers off (then every draft token goes to the full model)."""
+    if switched_off(tau_accept) and switched_off(tau_slim):
+        return f"classic SD ({pair_label(tau_accept, tau_slim)})"
+    return f"VIA-SD at {pair_label(tau_accept, tau_slim)}"
 
 
 def _grouped(grid: pd.DataFrame, x: str) -> pd.DataFrame:
     """One row per distinct (x, speed-up, τ_slim) point, with every threshold pair that landed on it."""
-    labels = [pair_label(a, s) for a, s in zip(grid["tau_accept"], grid["tau_slim"], strict=True)]
+    labels = [row_name(a, s) for a, s in zip(grid["tau_accept"], grid["tau_slim"], strict=True)]
     keyed = grid.assign(_x=grid[x].round(4), _y=grid["modelled_speedup"].round(4), _label=labels)
     return keyed.groupby(["_x", "_y", "tau_slim"], as_index=False).agg(
         pairs=("_label", list), count=("_label", "size"), tau_accept=("tau_accept", "max"))
@@ -58,7 +67,7 @@ def tradeoff_figure(grid: pd.DataFrame | None, tau_accept: float, tau_slim: floa
                 mine = points[points["tau_slim"] == slim]
                 fig.add_trace(go.Scatter(
                     x=mine["_x"] * 100, y=mine["_y"], mode="markers+text", legendgroup=f"s{slim}",
-                    name=f"τ_slim {'off' if slim >= 1.0 else f'{slim:g}'}", showlegend=col == 1,
+                    name=f"τ_slim {threshold_text(slim)}", showlegend=col == 1,
                     text=[f"×{n}" if n > 1 else "" for n in mine["count"]], textposition="middle right",
                     customdata=["<br>".join(p) for p in mine["pairs"]],
                     marker={"size": [13 + 4 * min(n - 1, 5) for n in mine["count"]], "color": mine["tau_accept"],
@@ -72,7 +81,7 @@ def tradeoff_figure(grid: pd.DataFrame | None, tau_accept: float, tau_slim: floa
                 fig.add_trace(go.Scatter(
                     x=grid.loc[current, x] * 100, y=grid.loc[current, "modelled_speedup"], mode="markers",
                     name="the sliders' pair", showlegend=col == 1, legendgroup="current",
-                    hovertemplate=f"the sliders' pair: {pair_label(tau_accept, tau_slim)}<br>speed-up %{{y:.2f}}×"
+                    hovertemplate=f"the sliders' pair: {row_name(tau_accept, tau_slim)}<br>speed-up %{{y:.2f}}×"
                                   "<extra></extra>",
                     marker={"size": 24, "symbol": "star", "color": "#D55E00", "line": {"width": 2, "color": "#111"}}),
                     row=1, col=col)

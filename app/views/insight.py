@@ -12,14 +12,13 @@ import logging
 from typing import Any
 
 from app.views.breakeven_chart import breakeven_figure
-from app.views.numbers import Headline, copies_sentence, drafts_sentence, headline, plural, speed_text
+from app.views.numbers import Headline, drafts_sentence, headline, plural, speed_text, trust_sentence
 from app.views.reliability_chart import (
     confidence_histogram_figure,
     predicted_tier_shares,
     prediction_text,
     reliability_figure,
 )
-from app.views.render import audits_copies
 from core.analysis import reliability
 from core.analysis.breakeven import RunPoint, break_even_alpha, explain_run
 from core.analysis.metrics import summarize
@@ -44,16 +43,18 @@ def measure_reliability(bundle: ModelBundle, trace: Trace, config: DecodeConfig)
 
 def insight_updates(bundle: ModelBundle, trace: Trace, config: DecodeConfig, data: ReliabilityData | None
                     ) -> dict[str, Any]:
-    """The panel's outputs for a finished trace."""
+    """The panel's outputs for a finished trace: its thresholds as its policy applied them (a tier off in this
+    mode draws no line), its signals as configured."""
     explanation = explain_run(trace)  # priced by the run's own profile, recorded per call
+    policy = trace.policy
     return {
         "why": f"**Why this speed:** {why_sentence(trace, explanation.point, explanation.profile_label)}",
         "breakeven_plot": breakeven_figure(explanation.point, profile_label=explanation.profile_label,
                                            run_speedup=summarize(trace)["modelled_speedup"]),
-        "conf_plot": confidence_histogram_figure(data, config.tau_accept, config.tau_slim, config.draft_signal,
+        "conf_plot": confidence_histogram_figure(data, policy.tau_accept, policy.tau_slim, config.draft_signal,
                                                  config.slim_signal),
         "reliability_plot": reliability_figure(data, config.draft_signal, config.slim_signal),
-        "prediction": prediction_markdown(data, config.tau_accept, config.tau_slim, config.draft_signal,
+        "prediction": prediction_markdown(data, policy.tau_accept, policy.tau_slim, config.draft_signal,
                                           config.slim_signal),
         "reliability": data,
     }
@@ -66,14 +67,16 @@ def why_sentence(trace: Trace, point: RunPoint | None, profile_label: str = "") 
     only drafts a verifier judged, so it is named as that, beside the card's share of drafts rejected."""
     m = summarize(trace)
     h = headline(trace, m)
-    if trace.config.mode == "plain" or not trace.rounds:
+    if trace.policy.name == "plain decoding" or not trace.rounds:
         return "Plain decoding: one full pass per token, the baseline every speed-up is measured against."
     parts = [f"Modelled speed-up {speed_text(h.speedup)} over plain.", drafts_sentence(h)]
     if point is not None:
         parts.append(_margin(point, h, profile_label))
     direct = round(float(m.get("share_direct-accepted", 0.0)) * h.tokens)
+    on_trust = h.trust.direct if h.trust is not None else 0
     if direct and h.kept:
-        parts.append(f"Tier 1 kept {direct} of the {h.kept} kept drafts with no verifier.")
+        parts.append(f"Tier 1 kept {direct} of the {h.kept} kept drafts with no verifier at the time"
+                     + (f" ({on_trust} of them on trust, audited by the full model later)." if on_trust else "."))
     parts.append(audit_sentence(trace, h))
     return " ".join(p for p in parts if p)
 
@@ -99,10 +102,12 @@ def _margin(point: RunPoint, h: Headline, profile_label: str) -> str:
 
 
 def audit_sentence(trace: Trace, h: Headline | None = None) -> str:
-    """What the audit did in this run (copy_evidence "audit"), in the card's numbers; "" for other runs."""
-    if not audits_copies(trace):
+    """What the audit did in this run (copy_evidence "audit"), in the card's numbers; "" for a run whose policy
+    keeps nothing on trust."""
+    h = h or headline(trace)
+    if h.trust is None:
         return ""
-    text = copies_sentence(h or headline(trace))
+    text = trust_sentence(h)
     identical = getattr(trace.fidelity, "identical", None)
     if identical is not None:
         return text + (" The output is identical to the full model's own (measured)." if identical else

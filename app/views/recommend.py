@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from app.views.grid_chart import pair_label
-from app.views.tradeoff_chart import SCHEME_STYLE
+from app.views.grid_chart import row_name
+from app.views.tradeoff_chart import scheme_name
 
 DEFAULT_BUDGET = 5.0
 """Percent of words allowed to differ from the full model's own answer, before the user picks one."""
@@ -33,12 +33,11 @@ def candidates(grid: pd.DataFrame | None, points: pd.DataFrame | None) -> list[C
     if grid is not None and not grid.empty:
         differing = grid["words_differing"] if "words_differing" in grid else 1.0 - grid["full_agreement"]
         for (_, row), d in zip(grid.iterrows(), differing, strict=True):
-            found.append(Candidate(f"VIA-SD at {pair_label(row['tau_accept'], row['tau_slim'])}",
+            found.append(Candidate(row_name(row["tau_accept"], row["tau_slim"]),
                                    float(row["modelled_speedup"]), float(d)))
     if points is not None and not points.empty:
         for _, row in points.iterrows():
-            scheme = SCHEME_STYLE.get(row["scheme"], (row["scheme"],))[0]
-            found.append(Candidate(f"{scheme} ({row['setting']})", float(row["modelled_speedup"]),
+            found.append(Candidate(scheme_name(row["scheme"], row["setting"]), float(row["modelled_speedup"]),
                                    float(row["words_differing"])))
     return found
 

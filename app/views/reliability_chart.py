@@ -23,6 +23,7 @@ from core.analysis.reliability import (
     coverage_precision,
     reliability_bins,
 )
+from core.round_policy import switched_off
 from core.vocabulary import Tier
 
 AGREE_COLOURS = {True: "#009E73", False: "#D55E00"}  # Okabe-Ito green / vermillion
@@ -112,8 +113,12 @@ def confidence_histogram_figure(data: ReliabilityData | None, tau_accept: float,
                     legendgroup=str(agree), showlegend=row == 1, marker={"color": AGREE_COLOURS[agree]},
                     hovertemplate="confidence %{x}: %{y} tokens<extra></extra>"), row=row, col=1)
     for row, (name, tau) in enumerate((("τ_accept", tau_accept), ("τ_slim", tau_slim)), start=1):
+        if switched_off(tau):  # a tier switched off takes nothing: no line to read right of, only a note
+            fig.add_annotation(x=0.98, y=0.95, xref="x domain", yref="y domain" if row == 1 else "y2 domain",
+                               text=f"{name} off: this tier takes nothing", showarrow=False, xanchor="right")
+            continue
         fig.add_vline(x=tau, line={"color": "#333333", "width": 3}, row=row, col=1,
-                      annotation_text=f"{name} = {tau:.2f}" + (" (off)" if tau >= 1.0 else ""))
+                      annotation_text=f"{name} = {tau:.2f}")
     fig.update_layout(barmode="stack")
     fig.update_xaxes(range=[0, 1.0], title_text="confidence", row=2, col=1)
     fig.update_yaxes(title_text="tokens")
@@ -152,5 +157,6 @@ def prediction_text(prediction: TierPrediction | None) -> str:
         return "No reliability data yet: run a generation first."
     s = prediction.tier_share
     label = prediction.label[:1].upper() + prediction.label[1:]
-    return (f"{label} ({prediction.tokens} tokens), for these thresholds: tier 1 {s[1]:.0%}, tier 2 {s[2]:.0%}, "
-            f"tier 3 {s[3]:.0%}; tokens differing from the full model {prediction.error_rate:.1%}.")
+    exact = " (exact: a re-route routes this very text so)" if prediction.exact else ""
+    return (f"{label}{exact} ({prediction.tokens} tokens), for these thresholds: tier 1 {s[1]:.0%}, tier 2 "
+            f"{s[2]:.0%}, tier 3 {s[3]:.0%}; tokens differing from the full model {prediction.error_rate:.1%}.")

@@ -7,12 +7,14 @@ tier 2, solid = tier 3, double = the draft token was replaced), drawn by one CSS
 plain words (app.views.words), what decided it and the three confidences, the engine's codes last;
 `data-*` attributes make the same facts machine-readable.
 
-Audited copies (`copy_evidence="audit"`): a prompt-lookup copy that tier 1 or 2 kept is on the page
-before any full-model check. It carries a line above it (kept on trust) and, until a full pass has
-audited it, a dashed box (its audit is pending); its tooltip says which. The state is the one the
-engine recorded per token (`TokenRecord.audit`, a `core.decoding.tiers.Audit`). A refused copy is
-gone from the output; what replaced it is a full-model correction whose reason is `audit-refused`.
-Cut tokens are drawn struck through where a view shows them (the Classroom, in the round that cut them).
+Kept on trust (`copy_evidence="audit"`): a token tier 1 or 2 kept before the full model checked it (a
+prompt-lookup copy, or a model's greedy draft) is on the page before that check. It carries a line above
+it and, until a full pass has audited it, a dashed box (its audit is pending); its tooltip says which,
+and whether it was a copy or the drafter's token. Both come from what the engine recorded per token
+(`TokenRecord.audit`, a `core.vocabulary.Audit`, and `Trace.is_copy`), never from the settings. A refused
+token is gone from the output; what replaced it is a full-model correction whose reason is
+`audit-refused`. Cut tokens are drawn struck through where a view shows them (the Classroom, in the round
+that cut them). The legend explains the marks whenever the run's policy can keep tokens on trust.
 """
 
 from __future__ import annotations
@@ -40,20 +42,23 @@ OUTCOMES: dict[Outcome, tuple[str, str, str]] = {
 }
 TIER_UNDERLINE = {Tier.DRAFT: "dotted", Tier.SLIM: "dashed", Tier.FULL: "solid"}
 REPLACED = {Outcome.SLIM_REGENERATE, Outcome.FULL_CORRECT}
-TIER_NAMES = {Tier.DRAFT: "tier 1: direct accept", Tier.SLIM: "tier 2: slim verifier",
-              Tier.FULL: "tier 3: full verifier"}
 SPECIAL_TOKEN = re.compile(r"^\s*(<\|[^|<>]{1,40}\|>|</?s>|<eos>|<end_of_turn>|<\|endoftext\|>)\s*$")
 """Text of a special (control) token such as <|im_end|>: drawn as a small end marker, never as words."""
 TRUST = {
-    "audited": "kept on trust (a prompt-lookup copy, no model checked it first); the full model's next pass "
-               "audited it and it stands",
-    "awaiting": "kept on trust (a prompt-lookup copy, no model checked it yet); the full model's next pass will "
-                "audit it, and cut the text back here if it refuses",
+    "audited": "the full model's next pass audited it and it stands",
+    "awaiting": "the full model's next pass will audit it, and cut the text back here if it refuses",
 }
 SHOWN_TRUST = {Audit.AUDITED: "audited", Audit.TRUSTED: "awaiting"}
-"""A recorded audit state -> its TRUST entry (a copy kept on trust still in the output)."""
-CUT = ("cut by the audit: the full model refused this copy or an earlier one, so the text was cut back and the "
-       "full model's own token written instead")
+"""A recorded audit state -> its TRUST entry (a token kept on trust still in the output)."""
+CUT = ("cut by the audit: the full model refused this token or an earlier one kept on trust, so the text was cut "
+       "back and the full model's own token written instead")
+
+
+def trust_note(t: TokenRecord, state: str, is_copy: bool) -> str:
+    """What keeping `t` on trust meant, in words: which draft it was, who had checked it, where its audit stands."""
+    what = "a prompt-lookup copy" if is_copy else "the drafter's own token"
+    who = "only the slim verifier checked it" if t.tier == Tier.SLIM else "no model checked it"
+    return f"kept on trust ({what}; {who} before the full model); {TRUST[state]}"
 
 
 def shown_round(index: int) -> int:
@@ -86,10 +91,10 @@ def _fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
 
-def token_title(t: TokenRecord, trust: str = "", cut: bool = False) -> str:
+def token_title(t: TokenRecord, trust: str = "", cut: bool = False, is_copy: bool = False) -> str:
     """Tooltip text of one token in plain words (app.views.words); the engine's codes close it, under "details"."""
     verdict = getattr(t, "verdict", "")  # recorded by the engine's verifier rule (absent in older traces)
-    notes = ([CUT] if cut else []) + ([TRUST[trust]] if trust in TRUST else [])
+    notes = ([CUT] if cut else []) + ([trust_note(t, trust, is_copy)] if trust in TRUST else [])
     details = f"details: outcome {t.outcome} · reason {t.reason}" + (f" · verdict {verdict}" if verdict else "")
     return (f"{t.text!r} · token {t.position + 1} · round {shown_round(t.round)}\n"
             f"{words.name('outcome', t.outcome)}: {words.meaning('reason', t.reason)}\n"
@@ -98,34 +103,30 @@ def token_title(t: TokenRecord, trust: str = "", cut: bool = False) -> str:
             f"full {_fmt(t.full_confidence)}\n{details}")
 
 
-def token_span(t: TokenRecord, extra_class: str = "", trust: str = "", cut: bool = False) -> str:
+def token_span(t: TokenRecord, extra_class: str = "", trust: str = "", cut: bool = False,
+               is_copy: bool = False) -> str:
     """One token as a styled span with a tooltip and data attributes; a control token as an end marker.
-    `trust` is "audited" or "awaiting" for a copy kept on trust (`trust_of`); `cut`: an audit cut it."""
+    `trust` is "audited" or "awaiting" for a token kept on trust (`trust_of`), `is_copy` whether it was a
+    prompt-lookup copy (`Trace.is_copy`); `cut`: an audit cut it."""
     special = is_special(t)
     classes = " ".join(c for c in ("tok", outcome_class(t.outcome), "replaced" if t.outcome in REPLACED else "",
                                    "special" if special else "",
                                    "trusted" if trust else "", "awaiting" if trust == "awaiting" else "",
                                    "cut" if cut else "", extra_class) if c)
     text = "■ end" if special else html.escape(t.text) or "&#8203;"
-    marks = (f' data-trust="{trust}"' if trust else "") + (' data-cut="1"' if cut else "")
+    marks = (f' data-trust="{trust}" data-copy="{int(is_copy)}"' if trust else "") + (' data-cut="1"' if cut else "")
     return (f'<span class="{classes}" data-pos="{t.position}" '
             f'data-round="{t.round}" data-tier="{t.tier}" data-outcome="{t.outcome}" data-reason="{t.reason}"{marks} '
-            f'title="{html.escape(token_title(t, trust, cut), quote=True)}">{text}</span>')
-
-
-def audits_copies(trace: Trace) -> bool:
-    """Whether this run kept prompt-lookup copies on trust for the full model to audit (copy_evidence "audit")."""
-    c = trace.config
-    return c.copy_evidence == "audit" and c.drafter == "ngram" and c.mode == "via"
+            f'title="{html.escape(token_title(t, trust, cut, is_copy), quote=True)}">{text}</span>')
 
 
 def trust_of(t: TokenRecord) -> str:
-    """"audited" / "awaiting" for a copy kept on trust (its recorded audit state), else ""."""
+    """"audited" / "awaiting" for a token kept on trust (its recorded audit state), else ""."""
     return SHOWN_TRUST.get(t.audit, "")
 
 
 def audit_counts(trace: Trace) -> tuple[int, int, int]:
-    """(copies kept on trust still in the output, tokens the audit cut, its refusals) of an audited run."""
+    """(tokens kept on trust still in the output, tokens the audit cut, its refusals), from the records."""
     refusals = sum(1 for t in trace.tokens if t.reason == Reason.AUDIT_REFUSED)
     return sum(1 for t in trace.tokens if trust_of(t)), len(trace.rolled_back), refusals
 
@@ -149,7 +150,7 @@ def tokens_html(trace: Trace | None, current_round: int | None = None, placehold
         if current_round is not None:
             extra = "current" if t.round == current_round else "faded" if t.round > current_round else ""
         struck = id(t) in cut_ids
-        spans.append(token_span(t, extra, "" if struck else trust_of(t), struck))
+        spans.append(token_span(t, extra, "" if struck else trust_of(t), struck, trace.is_copy(t)))
     stale = pending.tokens[len(trace.tokens):] if pending is not None and trace.stop_reason == "running" else []
     if stale:
         spans.append('<span class="pending" title="from the previous settings; being re-routed">'
@@ -168,12 +169,22 @@ def legend_html(trace: Trace | None = None) -> str:
         items.append(f'<span class="item" title="{html.escape(meaning)}"><span class="{cls} {outcome_class(outcome)}">'
                      f'{html.escape(label)}</span>{count}</span>')
     key = ('<span class="item">underline: ··· tier 1 · - - tier 2 · ── tier 3 · ══ draft token replaced</span>')
-    if trace is None or audits_copies(trace):
-        cut = f' <span class="count">×{len(trace.rolled_back)}</span>' if trace is not None else ""
+    if trace is None or trace.policy.audits or any(t.audit != Audit.NONE for t in [*trace.tokens, *trace.rolled_back]):
+        standing, cut, _ = audit_counts(trace) if trace is not None else (0, 0, 0)
+        count = (lambda n: f' <span class="count">×{n}</span>') if trace is not None else (lambda n: "")
+        kind = "copy or draft" if trace is None else _trusted_kind(trace)
         key += (f'<span class="item" title="{html.escape(TRUST["audited"])}"><span class="tok trusted">'
-                'line above: copy kept on trust, then audited</span></span>'
+                f'line above: {kind} kept on trust, then audited</span>{count(standing)}</span>'
                 f'<span class="item" title="{html.escape(TRUST["awaiting"])}"><span class="tok trusted awaiting">'
                 'dashed box: audit pending</span></span>'
                 f'<span class="item" title="{html.escape(CUT)}"><span class="tok cut">struck through: cut by the '
-                f'audit</span>{cut}</span>')
+                f'audit</span>{count(cut)}</span>')
     return f'<div class="viasd-legend" id="viasd-legend">{"".join(items)}{key}</div>'
+
+
+def _trusted_kind(trace: Trace) -> str:
+    """What this run keeps on trust, in the legend's words: its policy's kinds of draft."""
+    policy = trace.policy
+    if policy.copies_on_trust and policy.model_drafts_on_trust:
+        return "copy or draft"
+    return "copy" if policy.copies_on_trust or not policy.model_drafts_on_trust else "draft"

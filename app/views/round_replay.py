@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from app.views import captions, words
-from app.views.render import REPLACED, audits_copies, shown_round, token_style
+from app.views.render import REPLACED, shown_round, token_style
 from core.trace import TokenRecord, Trace
 from core.vocabulary import Audit, Reason
 
@@ -103,9 +103,17 @@ def round_view(trace: Trace | None, index: int, decode: Decode) -> tuple[str, st
     if trace is None or not trace.rounds:
         return "", f"<div class='viasd-caption'><p>{EMPTY}</p></div>"
     index = max(0, min(int(index), len(trace.rounds) - 1))
-    rnd, mode, audited = trace.rounds[index], trace.config.mode, audits_copies(trace)
-    slim_on = trace.config.tau_slim < 1.0
+    rnd, mode, policy = trace.rounds[index], trace.policy.method, trace.policy
     cuts = recorded_cuts(trace)
+
+    def told(t: TokenRecord, draft_text: str | None, **more: object) -> str:
+        """Its sentence, from its records: kept on trust or not, a copy or not, whether the slim verifier was asked
+        (a recorded slim confidence under a tier 2 that is on) or skipped by the gate."""
+        return captions.explain_token(t, draft_text, mode, audited=t.audit != Audit.NONE, copy=trace.is_copy(t),
+                                      slim_on=policy.tier2_on and t.slim_confidence is not None,
+                                      gated=policy.tier2_on and t.inputs is not None and not t.inputs.slim_open,
+                                      **more)
+
     # the round's tokens as it wrote them: those still in the output, those an audit cut, its correction last
     toks = sorted([t for t in [*trace.tokens, *trace.rolled_back] if t.round == index],
                   key=lambda t: (t.reason == Reason.AUDIT_REFUSED, t.position))
@@ -122,7 +130,7 @@ def round_view(trace: Trace | None, index: int, decode: Decode) -> tuple[str, st
             rows.append(_row(str(j + 1), shown, None, dropped=captions.dropped_note(*culprit)))
             continue
         rows.append(_row(str(j + 1), shown, t, _cut_in(t)))
-        items.append((t, captions.explain_token(t, draft_text, mode, audited=audited, slim_on=slim_on)))
+        items.append((t, told(t, draft_text)))
         if t.outcome in REPLACED:
             culprit = (t, draft_text)
     earlier = [t for t in cuts.get(index, []) if t.round < index]
@@ -135,8 +143,7 @@ def round_view(trace: Trace | None, index: int, decode: Decode) -> tuple[str, st
     for t in extra:  # bonus token, the single token of a round with no draft, an audit's correction
         refused = refused_copy if t.reason == Reason.AUDIT_REFUSED else None
         rows.append(_row("+", "(none)", t, _cut_in(t)))
-        items.append((t, captions.explain_token(t, refused.text if refused else None, mode, audited=audited,
-                                                cut=len(cuts.get(index, [])), slim_on=slim_on)))
+        items.append((t, told(t, refused.text if refused else None, cut=len(cuts.get(index, [])))))
     table = ("<div class='viasd-round' id='viasd-round'><table><tr><th>#</th><th>draft word</th>"
              "<th>drafter sure</th><th>slim sure</th><th>why this tier</th><th>decision</th><th>output</th></tr>"
              + "".join(rows) + "</table></div>")

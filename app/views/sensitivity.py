@@ -1,69 +1,100 @@
-"""Which threshold values give exactly the run on screen, read from its trace (issue 15 item 1).
+"""Which threshold values give exactly the run on screen, found by asking the engine's own tier rule again.
 
-A replay under new thresholds makes the same decisions as the run shown up to the first token whose
-tier test comes out differently, so if no token's test changes, the whole run is the same (by
-induction over the tokens, the path never forks). A token's tier-1 test reads its drafter confidence
-against τ_accept only when it was decided by that test (reasons draft-confident, slim-confident,
-not-confident); copies refused for want of evidence, free verdicts of a full pass already run, bonus
-tokens, stop tokens and audits are decided by rules a threshold does not enter. So τ_accept anywhere
-in the gap between the nearest such confidences below and at-or-above it reproduces the run exactly.
-That is the line the cockpit shows under the sliders when a slider cannot move anything nearby, with
-the setting where it does one click away (the opening preset: prompt-lookup copies score a few fixed
-values and most tokens are decided by a full pass that had to run anyway).
+A replay under other thresholds makes the same decisions as the run shown up to the first token whose tier
+comes out differently, so if no token's decision changes, the whole run is the same (by induction over the
+tokens, the path never forks). Every routed token (in the answer or cut by the audit) records the facts the
+rule read (`TokenRecord.inputs`, beside its confidences), so `same_run` hands each one to the very rule the
+engine ran (`core.decoding.tiers.decide_tier`) under the run's policy retuned to the new thresholds: no second
+model of which reasons read which threshold. A decision that would need a slim number the run never computed
+counts as a change (the slim pass would run where it did not), and so does a round whose slim pass would no
+longer run (its cost would change). The line under the sliders names the run on screen and its settings, and
+the notches of each slider that give that very run.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import replace
 
-from core.trace import TokenRecord, Trace
-from core.vocabulary import Reason
+from core.decoding.tiers import NotRecordedError, TierFacts, decide_tier, replayed_facts
+from core.round_policy import OFF, RoundPolicy, in_order, switched_off, threshold_text
+from core.trace import Trace
+from core.vocabulary import TierDecision
 
 STEP = 0.05
-TAU_ACCEPT_TESTED = {Reason.DRAFT_CONFIDENT, Reason.SLIM_CONFIDENT, Reason.NOT_CONFIDENT}
-"""Reasons whose tier came from comparing the drafter's confidence with τ_accept."""
+NOTCHES = [round(k * STEP, 4) for k in range(round(OFF / STEP) + 1)]
+"""Every value a threshold slider can take (1.0: its tier off)."""
 
 
-@dataclass(frozen=True)
-class Gap:
-    """τ_accept values that give exactly this run: lo < τ_accept <= hi (both on the slider's notches)."""
+def _asked(facts: TierFacts, policy: RoundPolicy) -> tuple[TierDecision, bool]:
+    """The rule's decision for these facts, and whether it read a slim number (reading one runs the slim pass)."""
+    read: list[bool] = []
 
-    lo: float
-    hi: float
-    scores: tuple[float, ...]  # the distinct drafter confidences τ_accept was tested against
-    tested: int  # routed tokens whose tier τ_accept decided
-    routed: int  # routed tokens (output and cut)
+    def spy(number: Callable[[], float]) -> Callable[[], float]:
+        def value() -> float:
+            read.append(True)
+            return number()
+        return value
 
-    def covers_neighbours(self, tau: float) -> bool:
-        return self.lo < tau - STEP + 1e-9 and tau + STEP <= self.hi + 1e-9
-
-
-def _routed(trace: Trace) -> list[TokenRecord]:
-    return [*trace.tokens, *trace.rolled_back]
+    probe = replace(facts, slim_confidence=spy(facts.slim_confidence), slim_agreement=spy(facts.slim_agreement))
+    return decide_tier(probe, policy), bool(read)
 
 
-def tau_accept_gap(trace: Trace, tau_accept: float) -> Gap:
-    """The notches of τ_accept around `tau_accept` that reproduce `trace` exactly (module docstring)."""
-    tested = [t.draft_confidence for t in _routed(trace)
-              if t.reason in TAU_ACCEPT_TESTED and t.draft_confidence is not None]
-    below = [c for c in tested if c < tau_accept]
-    above = [c for c in tested if c >= tau_accept]
-    lo = max(below, default=0.0)  # the smallest notch above lo still lets every one of those fail
-    hi = min(min(above, default=1.0), 1.0 - STEP)  # 1.0 switches tier 1 off, whatever the confidence
-    lo_notch = math.floor(lo / STEP + 1e-9) * STEP if below else -STEP
-    hi_notch = math.floor(hi / STEP + 1e-9) * STEP
-    return Gap(round(lo_notch, 4), round(hi_notch, 4), tuple(sorted({round(c, 2) for c in tested}, reverse=True)),
-               len(tested), len(_routed(trace)))
-
-
-def reproduces(trace: Trace, tau_accept: float, tau_slim: float) -> bool:
-    """Whether these thresholds give exactly `trace` (τ_slim unchanged, τ_accept inside the run's gap)."""
-    config = trace.config
-    if config.mode != "via" or round(tau_slim, 4) != round(config.tau_slim, 4):
+def same_run(trace: Trace, tau_accept: float, tau_slim: float) -> bool:
+    """Whether these thresholds give exactly `trace`: the rule decides every routed token as it was decided, and
+    every round runs its slim pass exactly when it did (else its cost would change). False for a trace that
+    recorded no facts (made before they were recorded) unless the thresholds are its own."""
+    policy = trace.policy
+    if not in_order(tau_accept, tau_slim):
         return False
-    gap = tau_accept_gap(trace, config.tau_accept)
-    return gap.lo < tau_accept <= gap.hi + 1e-9 or round(tau_accept, 4) == round(config.tau_accept, 4)
+    retuned = policy.retuned(tau_accept, tau_slim)
+    if retuned == policy:
+        return True
+    routed = [t for t in [*trace.tokens, *trace.rolled_back] if t.draft_confidence is not None]
+    if any(t.inputs is None for t in routed):
+        return False
+    slim_ran: dict[int, list[bool]] = {}
+    for t in routed:
+        facts = replayed_facts(t)
+        try:
+            decision, asked = _asked(facts, retuned)
+        except NotRecordedError:
+            return False
+        if (int(decision.tier), decision.reason.value) != (t.tier, t.reason):
+            return False
+        ran = slim_ran.setdefault(t.round, [False, False])
+        ran[0] |= _asked(facts, policy)[1]
+        ran[1] |= asked
+    return all(before == after for before, after in slim_ran.values())
+
+
+def reproducing(trace: Trace, which: str) -> tuple[float, float]:
+    """How far one slider ("tau_accept" or "tau_slim") moves, the other held, and still gives this very run: (lo, hi),
+    the furthest notches either side of the run's own value with every notch between reproducing it (its own value
+    when a one-notch move changes the run)."""
+    policy = trace.policy
+    own = policy.tau_accept if which == "tau_accept" else policy.tau_slim
+
+    def same(value: float) -> bool:
+        return same_run(trace, value, policy.tau_slim) if which == "tau_accept" else \
+            same_run(trace, policy.tau_accept, value)
+
+    lo = hi = own
+    for value in sorted((v for v in NOTCHES if v < own - 1e-9), reverse=True):
+        if not same(value):
+            break
+        lo = value
+    for value in (v for v in NOTCHES if v > own + 1e-9):
+        if not same(value):
+            break
+        hi = value
+    return lo, hi
+
+
+def _span(name: str, lo: float, hi: float) -> str:
+    if lo == hi:
+        return f"{name} only at {threshold_text(lo)}"
+    return f"{name} anywhere from {threshold_text(lo)} to {threshold_text(hi)}"
 
 
 def shares_line(shares: dict[int, float], tau_accept: float, tau_slim: float, source: str) -> str:
@@ -73,19 +104,20 @@ def shares_line(shares: dict[int, float], tau_accept: float, tau_slim: float, so
 
 
 def effect_line(trace: Trace | None) -> str:
-    """One line for under the sliders when a one-notch move of τ_accept cannot change this run ("" otherwise)."""
-    if trace is None or not trace.tokens or trace.config.mode != "via":
+    """The line under the sliders, about the run on screen only, when a one-notch move of τ_accept either way gives
+    that very run ("" otherwise): which notches of each slider reproduce it, read by asking the rule again."""
+    if trace is None or not trace.tokens or trace.policy.name != "VIA-SD" or trace.partial:
         return ""
-    tau_accept, tau_slim = trace.config.tau_accept, trace.config.tau_slim
-    gap = tau_accept_gap(trace, tau_accept)
-    if not gap.covers_neighbours(tau_accept):
+    policy = trace.policy
+    a_lo, a_hi = reproducing(trace, "tau_accept")
+    if not (a_lo < policy.tau_accept and (a_hi > policy.tau_accept or switched_off(policy.tau_accept))):
         return ""
-    scores = ", ".join(f"{c:.2f}" for c in gap.scores[:4]) or "none"
-    low = f"{gap.lo + STEP:.2f}" if gap.lo >= 0 else "0"
-    other = gap.routed - gap.tested
-    slim = " Tier 2 is off (τ_slim 1.0)." if tau_slim >= 1.0 else ""
-    kept, cut = len(trace.tokens), len(trace.rolled_back)
-    return (f"**Why the sliders change nothing here:** τ_accept anywhere from {low} to {gap.hi:.2f} gives this very "
-            f"run — the drafts it tests score {scores}, and {other} of the {gap.routed} tokens routed ({kept} in the "
-            f"answer, {cut} cut by the audit) were decided by rules it does not enter (a full pass that had already "
-            f"run, copies awaiting evidence, the audit).{slim}")
+    s_lo, s_hi = reproducing(trace, "tau_slim")
+    routed = len(trace.tokens) + len(trace.rolled_back)
+    settings = f"τ_accept {threshold_text(policy.tau_accept)}, τ_slim {threshold_text(policy.tau_slim)}"
+    slim = (f" and {_span('τ_slim', s_lo, s_hi)}" if s_lo != s_hi else
+            "; τ_slim does change it: one notch re-routes a token")
+    return (f"**The run on screen ({settings}):** {_span('τ_accept', a_lo, a_hi)}{slim} gives this very run — "
+            f"the tier rule, asked again with the facts each of its {routed} routed tokens recorded "
+            f"({len(trace.tokens)} in the answer, {len(trace.rolled_back)} cut by the audit), decides every one "
+            "the same. Past those notches the run changes.")

@@ -1,7 +1,7 @@
 """Compare's tables for people: plain column names (app.views.words), rounded numbers, yes / no, few columns.
 
 The numbers are core.analysis.metrics' (`summarize`) and the grid's rows, formatted here only; the raw
-columns stay in the downloads and in `core.analysis.sweep`.
+columns stay in the downloads and in `core.analysis.tradeoffs`.
 """
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ from __future__ import annotations
 import pandas as pd
 
 from app.views import words
-from app.views.grid_chart import pair_label
+from app.views.grid_chart import row_name
 from app.views.numbers import speed_text
+from app.views.tradeoff_chart import scheme_name
 from core.analysis.metrics import measured_speedup, summarize
 from core.trace import Trace
 
@@ -18,7 +19,9 @@ COMPARE_COLUMNS = ("setting", "speed-up (modelled)", "tokens/s (measured)", "spe
                    words.metric_label("words_differing"), words.metric_label("rejection_rate"),
                    "token agreement", "same text", "tokens")
 MEASURED = ("tokens/s (measured)", "speed-up (measured)")
-GRID_COLUMNS = ("thresholds", "speed-up (modelled)", words.metric_label("words_differing"),
+SCHEME_COLUMNS = ("setting", "speed-up (modelled)", words.metric_label("words_differing"),
+                  "same text (share of prompts)")
+GRID_COLUMNS = ("setting", "speed-up (modelled)", words.metric_label("words_differing"),
                 words.metric_label("rejection_rate"), "same text")
 
 
@@ -52,11 +55,24 @@ def grid_table(grid: pd.DataFrame | None) -> pd.DataFrame:
     ordered = grid.sort_values("modelled_speedup", ascending=False)
     differing = ordered["words_differing"] if "words_differing" in ordered else 1.0 - ordered["full_agreement"]
     return pd.DataFrame({
-        GRID_COLUMNS[0]: [pair_label(a, s) for a, s in zip(ordered["tau_accept"], ordered["tau_slim"], strict=True)],
+        GRID_COLUMNS[0]: [row_name(a, s) for a, s in zip(ordered["tau_accept"], ordered["tau_slim"], strict=True)],
         GRID_COLUMNS[1]: [speed_text(v) for v in ordered["modelled_speedup"]],
         GRID_COLUMNS[2]: [_percent(v) for v in differing],
         GRID_COLUMNS[3]: [_percent(v) for v in ordered["rejection_rate"]],
         GRID_COLUMNS[4]: [_yes(v) for v in ordered["identical_to_full"]],
+    })
+
+
+def schemes_table(points: pd.DataFrame | None) -> pd.DataFrame:
+    """Every scheme setting the sweep ran, fastest first, each named as the chart and the advice name it."""
+    if points is None or points.empty:
+        return pd.DataFrame(columns=list(SCHEME_COLUMNS))
+    ordered = points.sort_values(["modelled_speedup", "words_differing"], ascending=[False, True])
+    return pd.DataFrame({
+        SCHEME_COLUMNS[0]: [scheme_name(a, b) for a, b in zip(ordered["scheme"], ordered["setting"], strict=True)],
+        SCHEME_COLUMNS[1]: [speed_text(v) for v in ordered["modelled_speedup"]],
+        SCHEME_COLUMNS[2]: [_percent(v) for v in ordered["words_differing"]],
+        SCHEME_COLUMNS[3]: [_percent(v) for v in ordered["identical_share"]],
     })
 
 

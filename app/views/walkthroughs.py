@@ -66,8 +66,10 @@ def _fidelity(m: dict) -> str:
     return same
 
 
-def _setting(config: DecodeConfig) -> str:
-    copies = f"copies {words.name('copy_evidence', config.copy_evidence)}, " if config.drafter == "ngram" else ""
+def _setting(trace: Trace) -> str:
+    """A run's settings in a few words, read from its trace (its policy says whether it copied)."""
+    config = trace.config
+    copies = f"copies {words.name('copy_evidence', config.copy_evidence)}, " if trace.policy.makes_copies else ""
     return f"{copies}γ {config.gamma}, τ_accept {config.tau_accept:g}, τ_slim {config.tau_slim:g}"
 
 
@@ -75,15 +77,15 @@ def fix_notes(walkthrough: dict, before: Trace, after: Trace, cut_rounds: list[i
     """Markdown below the fix's replay: what the fix changed, measured on the two runs, then its talking points.
     `cut_rounds`: indexes of the rounds whose audit cut tokens in `after` (recorded per cut token)."""
     b, a = summarize(before), summarize(after)
-    copies = headline(after, a).copies
+    copies = headline(after, a).trust
     audit = ""
     if copies is not None:
-        audit = (f"; {plural(copies.trusted, 'copied token')} kept on trust and checked by the full model, of which "
+        audit = (f"; {plural(copies.trusted, copies.kind)} kept on trust and checked by the full model, of which "
                  f"the audit cut {copies.cut}")
         audit += (f" in round{'s' * (len(cut_rounds) != 1)} {', '.join(str(shown_round(r)) for r in cut_rounds)} "
                   "(step there to see them struck through)" if cut_rounds else " (no copy it checked was wrong)")
-    measured = (f"**Measured on these two runs.** Before the fix ({_setting(before.config)}): {_fidelity(b)}; "
-                f"modelled speed-up {speed_text(b['modelled_speedup'])}. The fix ({_setting(after.config)}): "
+    measured = (f"**Measured on these two runs.** Before the fix ({_setting(before)}): {_fidelity(b)}; "
+                f"modelled speed-up {speed_text(b['modelled_speedup'])}. The fix ({_setting(after)}): "
                 f"{_fidelity(a)}; modelled speed-up {speed_text(a['modelled_speedup'])}{audit}.")
     parts = [measured]
     points = walkthrough.get("fix_talking_points") or []

@@ -1,6 +1,6 @@
 """Plain-language names for every engine term the app shows, keyed by the engine's own enums and codes.
 
-The engine records codes (`core.decoding.tiers.Outcome` / `Reason`, `core.decoding.policies.Why`,
+The engine records codes (`core.vocabulary.Outcome` / `Reason` / `Why` / `Audit`,
 stop reasons, `core.analysis.metrics` keys, `core.config` choices). A person reads words: every
 view looks its label up here, so one term has one name on every card, sentence, chart and caption.
 The codes stay in tooltips' details (`detail`) and in the downloads; nothing here decides anything.
@@ -55,8 +55,9 @@ REASONS: dict[Reason, Term] = {
                               "The full model had already run in this round, so its word here costs nothing more."),
     Reason.COPY_NEEDS_EVIDENCE: Term("a copy needs a model's word",
                                      "A word copied from the text is never kept without a model agreeing."),
-    Reason.AUDIT_DUE: Term("audit due", "Enough copied words were waiting for the full model's check; it ran now."),
-    Reason.AUDIT_REFUSED: Term("audit refused a copy",
+    Reason.AUDIT_DUE: Term("audit due", "Enough words kept on trust were waiting for the full model's check; it "
+                                        "ran now."),
+    Reason.AUDIT_REFUSED: Term("audit refused a word kept on trust",
                                "The full model refused an earlier word kept on trust; the text was cut back there "
                                "and its own word written instead."),
     Reason.STOP_TOKEN: Term("end of answer: always checked", "The end of the answer is never kept unchecked."),
@@ -148,8 +149,15 @@ COPY_EVIDENCE: dict[str, Term] = {
     "slim": Term("the slim verifier must agree", "A copy is kept unchecked only if the slim verifier is sure too."),
     "verifier": Term("always checked", "Copies never skip the check: a verifier decides every copied word."),
     "statistic": Term("trusted unchecked", "Copies are trusted on the lookup statistic alone (can copy back typos)."),
-    "audit": Term("kept on trust, audited", "Copies are kept at once; the full model's next pass checks them and "
-                                            "cuts the text back to the first one it refuses."),
+    "audit": Term("kept on trust, audited", "What tiers 1 and 2 keep (copies, and the drafter's own words when "
+                                            "greedy) stands at once; the full model's next pass checks it and cuts "
+                                            "the text back to the first word it refuses."),
+}
+
+TRUST: dict[str, Term] = {
+    "audited": Term("kept on trust, then audited", "Kept before the full model checked it; its next pass did, and "
+                                                   "the word stands."),
+    "awaiting": Term("kept on trust, audit pending", "Kept before the full model checked it; its next pass will."),
 }
 
 SIGNALS: dict[str, Term] = {
@@ -166,7 +174,8 @@ ROLES: dict[str, Term] = {
 
 _TABLES: dict[str, dict] = {"outcome": OUTCOMES, "reason": REASONS, "verdict": VERDICTS, "stop": STOPS,
                             "metric": METRICS, "unit": UNITS, "mode": MODES, "drafter": DRAFTERS,
-                            "copy_evidence": COPY_EVIDENCE, "signal": SIGNALS, "role": ROLES, "tier": TIERS}
+                            "copy_evidence": COPY_EVIDENCE, "signal": SIGNALS, "role": ROLES, "tier": TIERS,
+                            "trust": TRUST}
 
 
 def term(kind: str, code: object) -> Term:

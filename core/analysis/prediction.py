@@ -10,10 +10,12 @@ run with one draft token per round (gamma 1), greedy, teacher-forced on the curr
 * a position where nothing was drafted (prompt lookup without a match) is written by the full model;
 * a token kept on trust that the full model would not write is refused by the audit: the full model's
   token stands there (tier 3, exact) and trust starts again.
-On its own output, a gamma-1 greedy run with copies, the audit or the gate routes every token as
-predicted here (tests/analysis/test_prediction.py); with longer drafts a real run also has free
-verdicts, and its text changes when a tier errs, so its shares differ: label these numbers
-PREDICTED_LABEL. Tier 1 and 2 errors are tokens kept without an audit that differ from the full model's.
+A hybrid drafter copies or drafts per position as the measurement found (`ModelSignals.copy`). On its own
+output, a gamma-1 greedy run with copies, the audit or the gate routes every token as predicted here
+(tests/analysis/test_prediction.py); the prediction says so (`TierPrediction.exact`, `exact_for`) where a
+re-route must route the same text the same way. With longer drafts a real run also has free verdicts, and its
+text changes when a tier errs, so its shares differ: label these numbers PREDICTED_LABEL. Tier 1 and 2 errors
+are tokens kept without an audit that differ from the full model's.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ import numpy as np
 
 from core.analysis.reliability import PREDICTED_LABEL, ReliabilityData
 from core.config import DecodeConfig
-from core.decoding.adaptive import CopyAudit, SlimGate
-from core.decoding.tiers import decide_tier
+from core.decoding.adaptive import Adaptive, RoundFeedback
+from core.decoding.tiers import TierFacts, decide_tier
 from core.trace import TokenRecord
 from core.vocabulary import Reason, Tier, TierDecision
 
@@ -40,60 +42,57 @@ class TierPrediction:
     error_rate: float  # share of positions whose token would differ from the full model's choice
     tier_precision: dict[int, float]  # tier -> share of its positions that agree with the full model (NaN if none)
     label: str = PREDICTED_LABEL
+    exact: bool = False  # a real re-route at these settings routes every token so (`exact_for`)
 
     def to_dict(self) -> dict:
         return {"tokens": self.tokens, "tier_share": dict(self.tier_share), "error_rate": self.error_rate,
-                "tier_precision": dict(self.tier_precision), "label": self.label}
+                "tier_precision": dict(self.tier_precision), "label": self.label, "exact": self.exact}
 
 
 def route_positions(data: ReliabilityData, config: DecodeConfig) -> tuple[list[TierDecision], np.ndarray]:
     """(the tier decision of every position, whether its token differs from the full model's), replaying the
-    engine's rounds as the module docstring says, with `config`'s thresholds, signals, copy evidence, audit
-    span and slim gate (its mode: classic SD switches tiers 1 and 2 off)."""
-    tau_accept, tau_slim = config.effective_thresholds()
-    copy = config.drafter == "ngram"
-    audit, gate = CopyAudit(config.audit_span), SlimGate(config.slim_min_hit_rate)
-    on_trust = config.copy_evidence == "audit"  # greedy: copies and model drafts alike
+    engine's rounds as the module docstring says under `config`'s policy (its mode, thresholds, copy evidence,
+    trust, audit span and slim gate: core.round_policy) and signals."""
+    policy = config.policy
+    adaptive = Adaptive(policy)
     draft_conf, slim_conf = data.drafter.confidence[config.draft_signal], data.slim.confidence[config.slim_signal]
     agreement = data.slim_agreement if data.slim_agreement is not None else np.zeros(len(data))
     decisions: list[TierDecision] = []
     wrong = np.zeros(len(data), bool)
     k = 0
     while k < len(data):
-        slim_open = gate.allows()
-        if not data.drafter.drafted[k]:  # an empty draft: the full pass writes the token (and audits what waits)
-            decisions.append(TierDecision(Tier.FULL, Reason.NO_DRAFT))
-            audit.take()
-            k += 1
-            continue
-        slim = _SlimPass(float(slim_conf[k]), float(agreement[k]))
-        decision = decide_tier(float(draft_conf[k]), slim.confidence, tau_accept, tau_slim, full_already_ran=False,
-                               stop_token=bool(data.stop[k]), copy=copy, copy_evidence=config.copy_evidence,
-                               slim_agreement=slim.agreement, copies_trusted=audit.trusted, slim_open=slim_open,
-                               on_trust=on_trust, audit_due=audit.due)
-        if decision.tier is Tier.FULL:
-            audit.take()  # the full pass audits every copy waiting: they all stand (refusals were caught below)
-            kept = bool(data.drafter.agree[k])
-            decisions.append(decision)
-            if copy:
-                audit.judged(kept)
-            if kept and k + 1 < len(data):  # the full pass's bonus writes the next position
-                decisions.append(TierDecision(Tier.FULL, Reason.BONUS))
-                k += 1
+        slim, waiting = _SlimPass(float(slim_conf[k]), float(agreement[k])), list(adaptive.audit.waiting)
+        facts = TierFacts(float(draft_conf[k]), slim.confidence, slim.agreement, is_copy=bool(data.drafter.copy[k]),
+                          stop_token=bool(data.stop[k]), slim_open=adaptive.gate.allows(),
+                          copies_trusted=adaptive.audit.trusted, audit_due=len(waiting) >= policy.audit_span)
+        # an empty draft: the full pass writes the token (and audits what waits)
+        decision = decide_tier(facts, policy) if data.drafter.drafted[k] else TierDecision(Tier.FULL, Reason.NO_DRAFT)
+        right = bool((data.slim if decision.tier is Tier.SLIM else data.drafter).agree[k])
+        refused = decision.tier is not Tier.FULL and policy.on_trust(facts.is_copy) and not right
+        decisions.append(TierDecision(Tier.FULL, Reason.AUDIT_REFUSED) if refused else decision)
+        judged = None
+        if decision.tier is Tier.FULL or refused:  # the full pass ran: what waits stands (refusals are caught here)
+            waiting = []
+            if decision.reason is not Reason.NO_DRAFT and not refused:
+                judged = right if facts.is_copy else None
+                if right and k + 1 < len(data):  # the full pass's bonus writes the next position
+                    decisions.append(TierDecision(Tier.FULL, Reason.BONUS))
+                    k += 1
         else:
-            right = bool((data.drafter if decision.tier is Tier.DRAFT else data.slim).agree[k])
-            if on_trust and not right:  # the audit will refuse it: the full model's token stands here
-                decisions.append(TierDecision(Tier.FULL, Reason.AUDIT_REFUSED))
-                audit.take()
-                audit.refused()
-            else:
-                decisions.append(decision)
-                wrong[k] = not right
-                if on_trust:
-                    audit.keep(k, _placeholder(k))
-        gate.record(slim.ran, decisions[-1].tier is Tier.FULL)
+            wrong[k] = not right
+            if policy.on_trust(facts.is_copy):
+                waiting.append((k, _placeholder(k)))
+        full_ran = decisions[-1].tier is Tier.FULL
+        adaptive.update(RoundFeedback(slim.ran, full_ran, refused, judged, waiting))
         k += 1
     return decisions, wrong
+
+
+def exact_for(data: ReliabilityData, config: DecodeConfig, decisions: list[TierDecision], wrong: np.ndarray) -> bool:
+    """Whether a real re-route under `config` routes every token as predicted: one token a round, greedy, the exact
+    rule, the text already the full model's own, and no predicted error or refusal that would change that text."""
+    return (config.gamma == 1 and config.greedy and config.verify_rule == "exact" and data.full_model_text
+            and not wrong.any() and all(d.reason is not Reason.AUDIT_REFUSED for d in decisions))
 
 
 def predict_tiers(data: ReliabilityData, tau_accept: float, tau_slim: float, draft_signal: str = "prob",
@@ -113,7 +112,8 @@ def predict_tiers(data: ReliabilityData, tau_accept: float, tau_slim: float, dra
         tokens=n, tier_share={t: float(m.sum()) / n for t, m in masks.items()},
         error_rate=float(wrong.sum()) / n,
         tier_precision={t: 1.0 - float((wrong & m).sum()) / float(m.sum()) if m.any() else math.nan
-                        for t, m in masks.items()})
+                        for t, m in masks.items()},
+        exact=exact_for(data, settings, decisions, wrong))
 
 
 class _SlimPass:

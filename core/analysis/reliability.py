@@ -8,7 +8,9 @@ confidence bin) and coverage / precision against a threshold. The predicted shar
 tier, replaying the engine's own tier rule on these arrays, is core.analysis.prediction.
 Greedy only: the choice of every model is its argmax. Prompt lookup has no distribution; its
 confidence is its own statistic (core.decoding.drafters.PromptLookupDrafter), stored under every signal
-name, and positions where it finds no match draft nothing (`drafted` is False).
+name, and positions where it finds no match (or only one scoring under `draft_stop_below`) draft nothing
+(`drafted` is False). A hybrid drafter copies where the text offers a confident copy and asks its model
+elsewhere, position by position as core.decoding.drafters.HybridDrafter does with one token (`copy` says which).
 """
 
 from __future__ import annotations
@@ -23,13 +25,14 @@ import torch
 from core.config import DecodeConfig
 from core.decoding.confidence import confidences
 from core.decoding.cost import CostModel
-from core.decoding.drafters import PromptLookupDrafter
+from core.decoding.drafters import COPY_FLOOR, PromptLookupDrafter
 from core.decoding.engine import generate
 from core.models.layer_routes import LayerRoute, resolve_route
 from core.models.loading import ModelBundle
 from core.models.prompting import encode_prompt, stop_token_ids
 from core.models.routed_layers import routed
-from core.vocabulary import SIGNALS
+from core.round_policy import switched_off
+from core.vocabulary import SIGNALS, DraftKind
 
 PREDICTED_LABEL = "predicted, teacher-forced on the current text"
 """The caption every predicted number carries (the app shows it beside measured numbers)."""
@@ -43,6 +46,7 @@ class ModelSignals:
     confidence: dict[str, np.ndarray]  # signal name -> float in [0, 1]
     agree: np.ndarray  # bool: choice == the full model's choice
     drafted: np.ndarray  # bool: it proposed something here (False only for prompt lookup without a match)
+    copy: np.ndarray  # bool: what it proposed here is a prompt-lookup copy (no distribution behind it)
 
     @staticmethod
     def concat(parts: list[ModelSignals]) -> ModelSignals:
@@ -50,7 +54,15 @@ class ModelSignals:
             choice=np.concatenate([p.choice for p in parts]),
             confidence={s: np.concatenate([p.confidence[s] for p in parts]) for s in parts[0].confidence},
             agree=np.concatenate([p.agree for p in parts]),
-            drafted=np.concatenate([p.drafted for p in parts]))
+            drafted=np.concatenate([p.drafted for p in parts]), copy=np.concatenate([p.copy for p in parts]))
+
+    def where(self, mask: np.ndarray, other: ModelSignals) -> ModelSignals:
+        """These signals where `mask` holds, `other`'s elsewhere (a hybrid drafter's copies and model drafts)."""
+        return ModelSignals(
+            choice=np.where(mask, self.choice, other.choice),
+            confidence={s: np.where(mask, self.confidence[s], other.confidence[s]) for s in self.confidence},
+            agree=np.where(mask, self.agree, other.agree), drafted=np.where(mask, self.drafted, other.drafted),
+            copy=np.where(mask, self.copy, other.copy))
 
 
 @dataclass
@@ -66,6 +78,7 @@ class ReliabilityData:
     costs: dict[str, float] = field(default_factory=dict)  # role -> modelled units per call (core.decoding.cost)
     slim_agreement: np.ndarray | None = None  # the slim verifier's probability of the drafter's choice (copy evidence)
     config: DecodeConfig | None = None  # the settings it was measured with (drafter, copy evidence, audit, gate)
+    full_model_text: bool = False  # the text is the full model's own greedy output (every token its argmax)
 
     def __len__(self) -> int:
         return len(self.full_choice)
@@ -78,7 +91,8 @@ class ReliabilityData:
             full_choice=np.concatenate([p.full_choice for p in parts]), stop=np.concatenate([p.stop for p in parts]),
             drafter_name=first.drafter_name, slim_route=first.slim_route, costs=dict(first.costs),
             slim_agreement=None if any(p.slim_agreement is None for p in parts)
-            else np.concatenate([p.slim_agreement for p in parts]), config=first.config)
+            else np.concatenate([p.slim_agreement for p in parts]), config=first.config,
+            full_model_text=all(p.full_model_text for p in parts))
 
 
 # ---------------------------------------------------------------- signals from logits (vectorised)
@@ -102,14 +116,14 @@ def teacher_forced_logits(model: torch.nn.Module, sequence: list[int], first: in
 
 
 def _signals(choice: np.ndarray, confidence: dict[str, np.ndarray], full_choice: np.ndarray,
-             drafted: np.ndarray | None = None) -> ModelSignals:
+             drafted: np.ndarray | None = None, copy: bool = False) -> ModelSignals:
     return ModelSignals(choice=choice, confidence=confidence, agree=choice == full_choice,
-                        drafted=np.ones(len(choice), bool) if drafted is None else drafted)
+                        drafted=np.ones(len(choice), bool) if drafted is None else drafted,
+                        copy=np.full(len(choice), copy))
 
 
-def _prompt_lookup_signals(sequence: list[int], first: int, ngram_size: int,
+def _prompt_lookup_signals(sequence: list[int], first: int, drafter: PromptLookupDrafter,
                            full_choice: np.ndarray) -> ModelSignals:
-    drafter = PromptLookupDrafter(ngram_size)
     choice, stat, drafted = [], [], []
     for k in range(first, len(sequence)):
         draft = drafter.propose(sequence[:k], 1)
@@ -117,7 +131,30 @@ def _prompt_lookup_signals(sequence: list[int], first: int, ngram_size: int,
         choice.append(draft.tokens[0] if draft.tokens else -1)
         stat.append(draft.confidences[0] if draft.tokens else 0.0)
     values = np.array(stat, dtype=np.float64)
-    return _signals(np.array(choice), {s: values for s in SIGNALS}, full_choice, np.array(drafted, bool))
+    return _signals(np.array(choice), {s: values for s in SIGNALS}, full_choice, np.array(drafted, bool), copy=True)
+
+
+def _drafter_signals(bundle: ModelBundle, config: DecodeConfig, sequence: list[int], first: int,
+                     full_choice: np.ndarray, cost: CostModel) -> tuple[ModelSignals, str, float]:
+    """(the drafter's signals, its name, its modelled cost per call) for the run's kind of drafter."""
+    model, drafts = bundle.verifier.model, config.policy.drafts
+    lookup = PromptLookupDrafter(config.ngram_size, config.draft_stop_below)
+    if drafts is DraftKind.COPY:
+        return _prompt_lookup_signals(sequence, first, lookup, full_choice), lookup.describe(), 0.0
+    if config.drafter != "self" and bundle.drafter is not None:  # a separate model drafts (alone or in a hybrid)
+        draft_model, draft_route, name = bundle.drafter.model, None, bundle.drafter.name
+        unit = CostModel(draft_model).unit / cost.unit
+    else:
+        draft_model, draft_route = model, resolve_route(config.draft_route, model.config)
+        name, unit = f"self ({draft_route.describe()})", cost.call_cost(model, draft_route)
+    drafted = _signals(*signals_from_logits(teacher_forced_logits(draft_model, sequence, first, draft_route)),
+                       full_choice)
+    if drafts is not DraftKind.HYBRID:
+        return drafted, name, unit
+    plain_lookup = PromptLookupDrafter(config.ngram_size)  # the engine's hybrid copies with no stop floor
+    copies = _prompt_lookup_signals(sequence, first, plain_lookup, full_choice)
+    confident = copies.drafted & (copies.confidence["prob"] >= COPY_FLOOR)  # one token a round: one copied suffices
+    return copies.where(confident, drafted), f"{plain_lookup.describe()} or {name}", unit
 
 
 def measure(bundle: ModelBundle, prompt: str, config: DecodeConfig, output_ids: list[int] | None = None
@@ -137,22 +174,12 @@ def measure(bundle: ModelBundle, prompt: str, config: DecodeConfig, output_ids: 
     slim_logits = teacher_forced_logits(model, sequence, first, slim_route)
     slim = _signals(*signals_from_logits(slim_logits), full_choice)
     costs = {"slim": cost.call_cost(model, slim_route), "full": 1.0}
-    if config.drafter == "ngram":
-        drafter = _prompt_lookup_signals(sequence, first, config.ngram_size, full_choice)
-        name, costs["drafter"] = f"prompt lookup (n <= {config.ngram_size})", 0.0
-    else:
-        if config.drafter == "model" and bundle.drafter is not None:
-            draft_model, draft_route, name = bundle.drafter.model, None, bundle.drafter.name
-            costs["drafter"] = CostModel(draft_model).unit / cost.unit
-        else:
-            draft_model, draft_route = model, resolve_route(config.draft_route, model.config)
-            name, costs["drafter"] = f"self ({draft_route.describe()})", cost.call_cost(model, draft_route)
-        drafter = _signals(*signals_from_logits(teacher_forced_logits(draft_model, sequence, first, draft_route)),
-                           full_choice)
+    drafter, name, costs["drafter"] = _drafter_signals(bundle, config, sequence, first, full_choice, cost)
     stop = np.isin(drafter.choice, sorted(stop_token_ids(model, verifier.tokenizer)))
     return ReliabilityData(drafter=drafter, slim=slim, full_choice=full_choice, stop=stop, drafter_name=name,
                            slim_route=slim_route.describe(), costs=costs,
-                           slim_agreement=_probability_of(slim_logits, drafter.choice), config=config)
+                           slim_agreement=_probability_of(slim_logits, drafter.choice), config=config,
+                           full_model_text=bool(np.array_equal(full_choice, np.asarray(output_ids))))
 
 
 def _probability_of(logits: torch.Tensor, choice: np.ndarray) -> np.ndarray:
@@ -166,8 +193,8 @@ def _probability_of(logits: torch.Tensor, choice: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------- arithmetic on the arrays (no model)
 
 def fires(confidence: np.ndarray, threshold: float) -> np.ndarray:
-    """Vectorised core.decoding.tiers.fires: confidence >= threshold, and threshold 1.0 switches the tier off."""
-    if threshold >= 1.0:
+    """Vectorised core.round_policy.fires: confidence >= threshold, unless the threshold switches the tier off."""
+    if switched_off(threshold):
         return np.zeros(np.shape(confidence), bool)
     return np.asarray(confidence) >= threshold
 
@@ -214,6 +241,6 @@ def lowest_threshold_for_precision(confidence: np.ndarray, agree: np.ndarray, ta
         # Ties: a threshold at ranked[i] takes every position with that confidence, so test at the last tie.
         if i + 1 < len(ranked) and ranked[i + 1] == ranked[i]:
             continue
-        if i + 1 >= min_count and hits[i] / (i + 1) >= target and ranked[i] < 1.0:
+        if i + 1 >= min_count and hits[i] / (i + 1) >= target and not switched_off(ranked[i]):
             best = float(ranked[i])
     return best

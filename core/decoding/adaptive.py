@@ -1,11 +1,13 @@
-"""The state a run adapts as it goes, each piece in the object that owns it, with its feedback hook.
+"""The state a run adapts as it goes, and its one feedback call per round (`Adaptive.update`).
 
-The tier rule (core.decoding.tiers.decide_tier) is pure: what changes from round to round enters it
-as plain facts read from these objects, in the spirit of transformers' candidate generators
-(`update_candidate_strategy`):
-* `SlimGate`: whether tier 2 may run its pass this round (`allows`), fed each round's passes (`record`);
-* `CopyAudit`: the copies kept on trust awaiting the full model's audit, whether one is due, and
-  whether copies are trusted at all yet (`trusted`), fed the full model's verdicts on copies.
+The tier rule (core.decoding.tiers.decide_tier) is pure: what changes from round to round enters it as plain
+facts read from these objects. A round reads them (`SlimGate.allows` once, `TrustAudit.trusted`, what waits) and,
+at its end, hands everything it learnt to `Adaptive.update` in one `RoundFeedback`, in the spirit of
+transformers' `update_candidate_strategy`:
+* `SlimGate`: whether tier 2 may run its pass this round, fed which passes the round ran;
+* `TrustAudit`: the tokens kept on trust that wait for the full model's audit (copies, and a model's greedy
+  drafts, under copy evidence "audit": core.round_policy.RoundPolicy.on_trust) and whether copies are trusted
+  at all yet, fed the full model's verdicts.
 """
 
 from __future__ import annotations
@@ -13,13 +15,27 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from core.round_policy import RoundPolicy
 from core.trace import TokenRecord
-from core.vocabulary import Audit
 
 TRUST_AFTER = 2
-"""Under copy_evidence "audit", copies are kept on trust only after the full model kept a whole copy in this
-many rounds in a row (and again after any refusal): one was not enough on the grounded prompts, where a
-single refused stretch of trusted copies cost 2-5 % of a run (python -m core.benchmark; README)."""
+"""Under copy evidence "audit", tier 1 keeps copies only after the full model kept a whole copy in this many
+rounds in a row (and again after any refusal): one was not enough on the grounded prompts (README, "What VIA-SD
+does here")."""
+
+Waiting = list[tuple[int, TokenRecord]]
+"""(sequence position, record) of each token kept on trust that no full pass has seen: a suffix of the output."""
+
+
+@dataclass(frozen=True)
+class RoundFeedback:
+    """What one round tells the adaptive state at its end."""
+
+    slim_ran: bool
+    full_ran: bool
+    refused: bool  # its audit refused a token kept on trust (the output was cut back)
+    whole_copy_kept: bool | None  # the full model judged the round's copy: it kept all of it, or not (None: no copy)
+    waiting: Waiting  # what waits on trust once the round is done
 
 
 class SlimGate:
@@ -46,47 +62,42 @@ class SlimGate:
         return self.skipped % self.probe_every == 0
 
     def record(self, slim_ran: bool, full_ran: bool) -> None:
-        """Feedback at the end of a round: which passes it ran."""
+        """Which passes a round ran."""
         if slim_ran:
             self.recent.append(not full_ran)
 
 
 @dataclass
-class CopyAudit:
-    """Copies kept on trust (copy_evidence "audit") and the trust signal that lets tier 1 keep them.
+class TrustAudit:
+    """The tokens kept on trust awaiting the full model's audit, and the trust signal that lets tier 1 keep copies.
 
-    `waiting` holds (sequence position, record) of each token tiers 1 and 2 kept that no full pass has
-    seen yet, a suffix of the output; at most `span` wait before the full pass is due. Copies are
-    trusted once the full model kept a whole copy in TRUST_AFTER rounds in a row (`judged`), and
-    not again after a refusal until it has (`refused`).
+    Copies are trusted once the full model kept a whole copy in TRUST_AFTER rounds in a row, and not again
+    after a refusal until it has.
     """
 
-    span: int
-    waiting: list[tuple[int, TokenRecord]] = field(default_factory=list)
+    waiting: Waiting = field(default_factory=list)
     kept_in_a_row: int = 0
 
     @property
     def trusted(self) -> bool:
         return self.kept_in_a_row >= TRUST_AFTER
 
-    @property
-    def due(self) -> bool:
-        return len(self.waiting) >= self.span
+    def update(self, feedback: RoundFeedback) -> None:
+        self.waiting = list(feedback.waiting)
+        if feedback.refused:
+            self.kept_in_a_row = 0
+        elif feedback.whole_copy_kept is not None:
+            self.kept_in_a_row = self.kept_in_a_row + 1 if feedback.whole_copy_kept else 0
 
-    def keep(self, position: int, record: TokenRecord) -> None:
-        """A token kept on trust at sequence `position`: recorded as such until its audit."""
-        record.audit = Audit.TRUSTED.value
-        self.waiting.append((position, record))
 
-    def take(self) -> list[tuple[int, TokenRecord]]:
-        """Everything waiting, for the full pass now running to audit; nothing waits after."""
-        waiting, self.waiting = self.waiting, []
-        return waiting
+class Adaptive:
+    """A run's adaptive state: the slim gate and the audit of what is kept on trust, set up from its policy."""
 
-    def judged(self, whole_copy_kept: bool) -> None:
-        """Feedback when the full model judged a round's copy: it kept all of it, or not."""
-        self.kept_in_a_row = self.kept_in_a_row + 1 if whole_copy_kept else 0
+    def __init__(self, policy: RoundPolicy) -> None:
+        self.gate = SlimGate(policy.slim_min_hit_rate)
+        self.audit = TrustAudit()
 
-    def refused(self) -> None:
-        """Feedback when the audit refused a copy kept on trust."""
-        self.kept_in_a_row = 0
+    def update(self, feedback: RoundFeedback) -> None:
+        """The one feedback call of a round: every piece of state learns from the same facts."""
+        self.gate.record(feedback.slim_ran, feedback.full_ran)
+        self.audit.update(feedback)

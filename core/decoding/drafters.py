@@ -20,12 +20,13 @@ from core.decoding.scorer import Scorer, ScorerCall
 
 @dataclass
 class Draft:
-    """Proposed tokens, their drafter confidences, and the drafter's distributions (None for prompt lookup)."""
+    """Proposed tokens, their drafter confidences, and the drafter's distributions (None for a copy)."""
 
     tokens: list[int] = field(default_factory=list)
     confidences: list[float] = field(default_factory=list)
     probs: list[torch.Tensor] | None = None
     calls: list[ScorerCall] = field(default_factory=list)
+    is_copy: bool = False  # prompt lookup: copied text, its confidence a statistic of the text, no distribution
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -130,8 +131,14 @@ class PromptLookupDrafter:
                 if agree * n / self.ngram_size < self.stop_below:
                     break
                 confidences.append(agree * n / self.ngram_size)
-            return Draft(tokens=copied[:len(confidences)], confidences=confidences, probs=None)
-        return Draft(probs=None)
+            return Draft(tokens=copied[:len(confidences)], confidences=confidences, is_copy=True)
+        return Draft(is_copy=True)
+
+
+COPY_FLOOR = 0.5
+"""A hybrid drafter copies only while the lookup statistic stays at or above this."""
+MIN_COPY = 2
+"""... and only when at least this many tokens of the copy do (fewer than gamma allows: gamma)."""
 
 
 class HybridDrafter:
@@ -141,12 +148,12 @@ class HybridDrafter:
     answer repeats long stretches of the prompt, while elsewhere the model drafter is the better guess. The
     copy is used when at least `min_copy` of its tokens score `copy_floor` or more (the prompt-lookup
     statistic, cut at its first token below the floor); else the model drafts. A copy's Draft has no
-    distribution (probs None), so the engine treats it as a copy (copy evidence, audit) and the model's draft
+    distribution (`is_copy`), so the engine treats it as a copy (copy evidence, audit) and the model's draft
     as a model's.
     """
 
-    def __init__(self, lookup: PromptLookupDrafter, model: ModelDrafter, min_copy: int = 2,
-                 copy_floor: float = 0.5) -> None:
+    def __init__(self, lookup: PromptLookupDrafter, model: ModelDrafter, min_copy: int = MIN_COPY,
+                 copy_floor: float = COPY_FLOOR) -> None:
         self.lookup, self.model = lookup, model
         self.scorer = model.scorer
         self.min_copy, self.copy_floor = min_copy, copy_floor
@@ -158,5 +165,5 @@ class HybridDrafter:
         copy = self.lookup.propose(tokens, gamma)
         confident = next((k for k, c in enumerate(copy.confidences) if c < self.copy_floor), len(copy))
         if confident >= min(self.min_copy, gamma):
-            return Draft(tokens=copy.tokens[:confident], confidences=copy.confidences[:confident], probs=None)
+            return Draft(tokens=copy.tokens[:confident], confidences=copy.confidences[:confident], is_copy=True)
         return self.model.propose(tokens, gamma)

@@ -4,7 +4,8 @@ The algorithm (one round; `_Decoder.run_round` below is this box in code, line f
 -----------------------------------------------------------------------------------------------------------------
 1. Draft.  The drafter proposes up to gamma tokens d_1..d_g, each with confidence c_j
    (plain decoding drafts nothing).
-2. Route each draft token, left to right (`core.decoding.tiers.decide_tier`, the whole rule, which also says why):
+2. Route each draft token, left to right (`core.decoding.tiers.decide_tier(facts, policy)`, the whole rule, which
+   also says why; the run's `RoundPolicy`, core.round_policy, says what the settings make of each tier):
    * Tier 1, direct accept: c_j >= tau_accept -> keep d_j; no verifier runs for it.
      A stop token never takes tier 1: it would end the answer unverified.
    * Tier 2, slim verifier: otherwise the slim verifier (the full model with only its routed
@@ -18,23 +19,22 @@ The algorithm (one round; `_Decoder.run_round` below is this box in code, line f
    * Free verdicts. Once the full verifier has run in a round, it decides every later token of that
      round: its verdicts are exact and already paid for. A slim pass, once run, is reused for later
      tokens, but tier 1 still comes first for them.
-   * Audited copies (`copy_evidence="audit"`, prompt lookup). A copy that passes tier 1 on the
-     lookup statistic is kept provisionally, as is one tier 2 keeps. The full model must process every kept token anyway
-     (its KV cache catches up in its next pass), so that pass also audits them, free: at the first
-     it refuses, the output is cut back there and the full model's token is written instead (the
-     round's own draft is dropped). The full pass runs at the latest when `audit_span` tokens wait
-     or when the answer ends (cap or stop token), so no answer ends unaudited. Greedy output then equals
-     the full model's (sampling too while tier 2 is off); speed comes from auditing many copies in one pass.
+   * Kept on trust (`copy_evidence="audit"`). What tiers 1 and 2 keep of a prompt-lookup copy, and of a model's
+     draft when greedy, waits on trust. The full model must process every kept token anyway (its KV cache
+     catches up in its next pass), so that pass also audits them, free: at the first it refuses, the output is
+     cut back there and the full model's token is written instead (the round's own draft is dropped). The full
+     pass runs at the latest when `audit_span` tokens wait or when the answer ends (cap or stop token), so no
+     answer ends unaudited. Greedy output then equals the full model's (sampling too while tier 2 is off).
    * Bonus token. When every draft token was kept and the full verifier's pass covered the whole
      draft, its prediction after the last draft token is emitted too (outcome full-bonus), as in
      classic SD. No bonus comes from the slim verifier or the drafter. With an empty draft (plain
      decoding, or prompt lookup with no match) that same prediction is the round's only token.
-3. The round ends at the first rejection or when the draft is used up; stop at EOS or the cap.
+3. The round ends at the first rejection or when the draft is used up; the slim gate and the audit learn from it
+   in one feedback call (`core.decoding.adaptive.Adaptive.update`); stop at EOS or the cap.
 
-Classic SD is this loop with tiers 1 and 2 switched off (both thresholds 1.0); plain decoding is
-this loop with no drafter. A verifier judges a token with a verification rule: `ExactRule`
-(greedy argmax match, or speculative rejection sampling: tier 3 alone is exact in distribution) or
-one of the lossy baselines named by `DecodeConfig.verify_rule`.
+Classic SD is this loop with tiers 1 and 2 switched off; plain decoding is this loop with no drafter. A verifier
+judges a token with a verification rule: `ExactRule` (greedy argmax match, or speculative rejection sampling: tier
+3 alone is exact in distribution) or one of the lossy baselines named by `DecodeConfig.verify_rule`.
 """
 
 from __future__ import annotations
@@ -43,39 +43,30 @@ import time
 from collections.abc import Callable, Iterator
 
 from core.config import DecodeConfig
-from core.decoding.adaptive import CopyAudit, SlimGate
+from core.decoding.adaptive import Adaptive, RoundFeedback
 from core.decoding.cost import CostModel
 from core.decoding.cost_profiles import CostProfile
 from core.decoding.drafters import Draft, Drafter, HybridDrafter, ModelDrafter, PromptLookupDrafter
-from core.decoding.policies import RULES
+from core.decoding.policies import verification_rule
 from core.decoding.rounds import Output, RoundResult
-from core.decoding.sampling import ExactRule, Sampler, Verdict
+from core.decoding.sampling import Sampler, Verdict
 from core.decoding.scorer import Scorer, ScorerCall
-from core.decoding.tiers import decide_tier, outcome_of
+from core.decoding.tiers import TierFacts, decide_tier, outcome_of
 from core.decoding.timing import Stopwatch
 from core.decoding.verifier_pass import VerifierPass
 from core.errors import ConfigError
 from core.models.layer_routes import resolve_route
 from core.models.loading import ModelBundle
 from core.models.prompting import encode_prompt, stop_token_ids
-from core.trace import CallRecord, RoundRecord, TokenRecord, Trace
-from core.vocabulary import Outcome, Reason, Tier, TierDecision, Why
+from core.round_policy import RoundPolicy
+from core.trace import CallRecord, RoundRecord, TierInputs, TokenRecord, Trace
+from core.vocabulary import CopyEvidence, DraftKind, Outcome, Reason, Tier, TierDecision, Why
 
 __all__ = ["encode_prompt", "generate", "iter_generate", "stop_token_ids"]
 
 
-def verification_rule(config: DecodeConfig, sampler: Sampler) -> object:
-    """The rule verifiers judge draft tokens with: exact, or a lossy baseline from core.decoding.policies.
-    A rule has `judge(q, token, p, best) -> Verdict`."""
-    if config.verify_rule == "exact":
-        return ExactRule(sampler)
-    if config.verify_rule not in RULES:
-        raise ConfigError(f"unknown verify_rule '{config.verify_rule}': use exact or {', '.join(RULES) or '-'}")
-    return RULES[config.verify_rule](sampler, config.verify_alpha)
-
-
 class _Decoder:
-    """The state of one run: the three scorers, the drafter, the rule, the adaptive state and the prices."""
+    """The state of one run: the three scorers, the drafter, the rule, the policy, the adaptive state, the prices."""
 
     def __init__(self, bundle: ModelBundle, config: DecodeConfig, replay: bool, prompt_tokens: int = 0,
                  profile: CostProfile | str | None = None) -> None:
@@ -86,12 +77,11 @@ class _Decoder:
         self.sampler = Sampler(config.temperature, config.top_p, config.seed)
         self.rule = verification_rule(config, self.sampler)
         self.stop_ids = stop_token_ids(verifier.model, verifier.tokenizer)
+        self.policy = RoundPolicy.of(self.config)  # built once: what the settings make of the tiers
         self.full = self._scorer("full", verifier, "full")
         self.slim = self._scorer("slim", verifier, config.slim_route)
         self.drafter: Drafter | None = _make_drafter(self, bundle)
-        self.tau_accept, self.tau_slim = config.effective_thresholds()
-        self.slim_gate = SlimGate(config.slim_min_hit_rate)
-        self.audit = CopyAudit(config.audit_span)
+        self.adaptive = Adaptive(self.policy)
 
     def _scorer(self, role: str, loaded: object, route_spec: object) -> Scorer:
         route = resolve_route(route_spec, loaded.model.config)
@@ -103,106 +93,120 @@ class _Decoder:
         # 1. Draft.
         draft = self.drafter.propose(tokens, min(self.config.gamma, budget)) if self.drafter else Draft()
         result = RoundResult(RoundRecord(index=index, draft_tokens=list(draft.tokens), accepted=0, emitted=0,
-                                         calls=[self._call(self.drafter.scorer, c) for c in draft.calls]))
-        n, sequence = len(tokens), tokens + draft.tokens
-
-        def record_call(scorer: Scorer, call: ScorerCall) -> None:
-            result.record.calls.append(self._call(scorer, call))
-
-        signal = self.config.slim_signal
-        slim = VerifierPass(self.slim, sequence, n, n + len(draft) - 1, self.sampler, signal, record_call)
-        full = VerifierPass(self.full, sequence, n, n + len(draft), self.sampler, signal, record_call,
-                            earlier=len(self.audit.waiting))
-        slim_open = self.slim_gate.allows()  # once per round: may tier 2 run its pass
+                                         calls=[self._call(self.drafter.scorer, c) for c in draft.calls]),
+                             waiting=list(self.adaptive.audit.waiting))
+        n = len(tokens)
+        slim, full = self._passes(tokens + draft.tokens, n, len(draft), result)
+        slim_open = self.adaptive.gate.allows()  # once per round: may tier 2 run its pass
         # 2. Route each draft token, left to right (the whole rule: tiers.decide_tier).
         for j, token in enumerate(draft.tokens):
-            decision = self._decide(draft, j, slim, full, slim_open)
-            if decision.tier is Tier.FULL and self._audit(result, n, full, slim):
-                return result  # the full pass runs now: it audited the kept copies first and refused one
+            facts = self._facts(draft, j, slim, full, slim_open, result)
+            decision = decide_tier(facts, self.policy)
+            if decision.tier is Tier.FULL and not self._audit(result, n, full):
+                break  # the full pass audited what waits on trust first, and refused a token: the output is cut
             if decision.tier is Tier.DRAFT:  # tier 1: trusted as drafted
                 verdict = Verdict(True, token, Why.TRUSTED)
             else:  # tier 2 or 3: that verifier decides
                 verifier = slim if decision.tier is Tier.SLIM else full
                 verdict = self.rule.judge(verifier.q(j), token, draft.p(j), verifier.best(j))
-            result.tokens.append(self._token(index, verdict, decision, draft, slim, full, j))
-            if decision.tier is not Tier.FULL and self._on_trust(draft):
-                self.audit.keep(n + j, result.tokens[-1])
+            record = self._token(index, verdict, decision, draft, slim, full, j,
+                                 facts.inputs(self._agreement(draft, j, slim)))
+            result.tokens.append(record)
+            if decision.tier is not Tier.FULL and self.policy.on_trust(draft.is_copy):
+                result.keep_on_trust(n + j, record)
             result.record.accepted += verdict.accepted
             if not verdict.accepted or verdict.token in self.stop_ids:
                 break
         else:
-            # Bonus: the full pass's own next token after a fully kept draft (or the only token of a plain round).
-            if not draft.tokens or (full.ran and len(result.tokens) < budget):
-                if self._audit(result, n, full, slim):
-                    return result
+            # 3. Bonus: the full pass's own next token after a fully kept draft (or the only token of a plain round).
+            if (not draft.tokens or (full.ran and len(result.tokens) < budget)) and self._audit(result, n, full):
                 bonus = Verdict(False, self.sampler.pick(full.q(len(draft))), Why.OWN_TOKEN)
                 reason = Reason.BONUS if draft.tokens else Reason.NO_DRAFT
                 result.tokens.append(self._token(index, bonus, TierDecision(Tier.FULL, reason), draft, slim, full,
                                                  len(draft)))
-        # 3. The round ends; no answer ends with copies unaudited.
-        ends = len(result.tokens) >= budget or result.tokens[-1].token_id in self.stop_ids
-        if self.audit.waiting and ends and self._audit(result, n, full, slim):
-            return result
-        result.record.emitted = len(result.tokens)
-        self.slim_gate.record(slim.ran, full.ran)
-        if full.ran and draft.tokens and draft.probs is None:  # the full model judged a copy: kept all, or not
-            self.audit.judged(result.record.accepted == len(draft))
+        # 4. The round ends; no answer ends with tokens unaudited.
+        ends = not result.refused and (len(result.tokens) >= budget or result.tokens[-1].token_id in self.stop_ids)
+        if ends and result.waiting:
+            self._audit(result, n, full)
+        if not result.refused:
+            result.record.emitted = len(result.tokens)
+        # 5. One feedback call: the slim gate and the audit learn from the round.
+        judged_copy = full.ran and bool(draft.tokens) and draft.is_copy and not result.refused
+        self.adaptive.update(RoundFeedback(slim_ran=slim.ran, full_ran=full.ran, refused=result.refused,
+                                           whole_copy_kept=result.record.accepted == len(draft) if judged_copy
+                                           else None, waiting=result.waiting))
         return result
 
-    def _decide(self, draft: Draft, j: int, slim: VerifierPass, full: VerifierPass, slim_open: bool) -> TierDecision:
-        """Every fact that decides draft token j's tier, handed to the one rule (core.decoding.tiers.decide_tier)."""
+    def _passes(self, sequence: list[int], n: int, drafted: int, result: RoundResult
+                ) -> tuple[VerifierPass, VerifierPass]:
+        """The round's slim and full passes, prepared, not run (each runs the first time a token needs it). The full
+        pass also covers every token since the first that waits on trust: its KV cache catches up over them anyway."""
+        def record_call(scorer: Scorer, call: ScorerCall) -> None:
+            result.record.calls.append(self._call(scorer, call))
+
+        signal = self.config.slim_signal
+        behind = n - result.waiting[0][0] if result.waiting else 0
+        slim = VerifierPass(self.slim, sequence, n, n + drafted - 1, self.sampler, signal, record_call)
+        full = VerifierPass(self.full, sequence, n, n + drafted, self.sampler, signal, record_call, earlier=behind)
+        return slim, full
+
+    def _facts(self, draft: Draft, j: int, slim: VerifierPass, full: VerifierPass, slim_open: bool,
+               result: RoundResult) -> TierFacts:
+        """Every fact besides the policy that decides draft token j's tier (core.decoding.tiers.decide_tier)."""
         token = draft.tokens[j]
-        return decide_tier(draft.confidences[j], lambda: slim.confidence(j), self.tau_accept, self.tau_slim,
-                           full_already_ran=full.ran, stop_token=token in self.stop_ids, copy=draft.probs is None,
-                           copy_evidence=self.config.copy_evidence, slim_agreement=lambda: float(slim.q(j)[token]),
-                           copies_trusted=self.audit.trusted, slim_open=slim_open, on_trust=self._on_trust(draft),
-                           audit_due=self.audit.due)
+        return TierFacts(draft.confidences[j], lambda: slim.confidence(j), lambda: float(slim.q(j)[token]),
+                         is_copy=draft.is_copy, stop_token=token in self.stop_ids, full_already_ran=full.ran,
+                         slim_open=slim_open, copies_trusted=self.adaptive.audit.trusted,
+                         audit_due=len(result.waiting) >= self.policy.audit_span)
 
-    def _on_trust(self, draft: Draft) -> bool:
-        """Whether tiers 1 and 2 keep this round's tokens provisionally, for the full model to audit later: copies
-        under copy_evidence "audit", and a model's drafts too when greedy (the audit is then an argmax match: exact)."""
-        return self.config.copy_evidence == "audit" and (draft.probs is None or self.sampler.greedy)
+    def _agreement(self, draft: Draft, j: int, slim: VerifierPass) -> float | None:
+        """The slim verifier's probability of a copied token, for its record, when copy evidence "slim" may read it
+        and the slim pass has run (reading it then costs no pass)."""
+        if not (draft.is_copy and slim.ran and self.policy.copy_evidence is CopyEvidence.SLIM):
+            return None
+        return float(slim.q(j)[draft.tokens[j]])
 
-    def _audit(self, result: RoundResult, n: int, full: VerifierPass, slim: VerifierPass) -> bool:
-        """The full pass (which covers every waiting copy: its KV cache catches up over them anyway; the draft
-        starts at sequence position n) judges the copies kept on trust. All stand: False. At the first it refuses
-        the round ends (True) with the output cut back there and the full model's token written instead."""
-        for position, record in self.audit.take():
+    def _audit(self, result: RoundResult, n: int, full: VerifierPass) -> bool:
+        """The full pass judges every token waiting on trust (the draft starts at sequence position n). All stand:
+        True. At the first it refuses: False, with the output cut back there and the full model's token written
+        instead (the round then ends)."""
+        waiting, result.waiting = result.waiting, []
+        for position, record in waiting:
             verdict = self.rule.judge(full.q(position - n), record.token_id, None, full.best(position - n))
             if verdict.accepted:
                 result.audited.append(record)
                 continue
-            kept = max(0, position - n)  # this round's tokens before the refused copy stand
-            result.cut_at = position - self.prompt_tokens  # the output is cut back to the refused copy
+            kept = max(0, position - n)  # this round's tokens before the refused one stand
+            result.cut_at = position - self.prompt_tokens  # the output is cut back to the refused token
             refused = TierDecision(Tier.FULL, Reason.AUDIT_REFUSED)
             result.correction = self._record(result.record.index, verdict, refused, Outcome.FULL_CORRECT, None, None,
                                              full.recorded_confidence(position - n))
             result.record.accepted, result.record.emitted = kept, kept + 1
             result.record.rolled_back = max(0, n - position)
-            self.slim_gate.record(slim.ran, True)
-            self.audit.refused()
-            return True
-        return False
+            return False
+        return True
 
     def _token(self, index: int, verdict: Verdict, decision: TierDecision, draft: Draft, slim: VerifierPass,
-               full: VerifierPass, j: int) -> TokenRecord:
-        """The record of draft position j (or of the bonus after the draft), with every confidence seen."""
+               full: VerifierPass, j: int, inputs: TierInputs | None = None) -> TokenRecord:
+        """The record of draft position j (or of the bonus after the draft), with every confidence seen and the
+        facts the tier rule read (`inputs`; none for a bonus)."""
         if j < len(draft):
             outcome = outcome_of(decision.tier, verdict.accepted)
         else:
             outcome = Outcome.FULL_BONUS if draft.tokens else Outcome.PLAIN
         return self._record(index, verdict, decision, outcome, draft.confidences[j] if j < len(draft) else None,
-                            slim.recorded_confidence(j), full.recorded_confidence(j))
+                            slim.recorded_confidence(j), full.recorded_confidence(j), inputs)
 
     @staticmethod
     def _record(index: int, verdict: Verdict, decision: TierDecision, outcome: Outcome,
                 draft_confidence: float | None, slim_confidence: float | None,
-                full_confidence: float | None) -> TokenRecord:
+                full_confidence: float | None, inputs: TierInputs | None = None) -> TokenRecord:
         """A token's record as decided; its position and text are written when the round is applied."""
         return TokenRecord(
             position=-1, token_id=verdict.token, text="", round=index, tier=int(decision.tier),
             outcome=outcome.value, reason=decision.reason.value, verdict=verdict.why.value,
-            draft_confidence=draft_confidence, slim_confidence=slim_confidence, full_confidence=full_confidence)
+            draft_confidence=draft_confidence, slim_confidence=slim_confidence, full_confidence=full_confidence,
+            inputs=inputs)
 
     def _call(self, scorer: Scorer, call: ScorerCall) -> CallRecord:
         """The call's record, priced once here by the run's profile; a prefill's prompt part is priced apart."""
@@ -215,25 +219,21 @@ class _Decoder:
 
 
 def _make_drafter(decoder: _Decoder, bundle: ModelBundle) -> Drafter | None:
-    """The run's drafter: none (plain), prompt lookup, a separate model, or the verifier under a layer route."""
-    c = decoder.config
-    if c.mode == "plain":
-        return None
-    if c.drafter == "ngram":
-        return PromptLookupDrafter(c.ngram_size, c.draft_stop_below)
-    if c.drafter in ("model", "hybrid"):
-        if bundle.drafter is None:
-            raise ConfigError(f"drafter '{c.drafter}' needs a separate drafter model: load one with the bundle")
-        scorer = decoder._scorer("drafter", bundle.drafter, "full")
-        description = bundle.drafter.label
-    else:
-        scorer = decoder._scorer("drafter", bundle.verifier, c.draft_route)
-        description = f"self ({scorer.route.describe()})"
+    """The run's drafter, of the policy's kind: none (plain), prompt lookup, a model (a separate one, or the
+    verifier under a layer route), or a hybrid of prompt lookup and the separate model."""
+    c, drafts = decoder.config, decoder.policy.drafts
+    if drafts is DraftKind.NONE or drafts is DraftKind.COPY:
+        return PromptLookupDrafter(c.ngram_size, c.draft_stop_below) if drafts is DraftKind.COPY else None
+    separate = c.drafter != "self"
+    if separate and bundle.drafter is None:
+        raise ConfigError(f"drafter '{c.drafter}' needs a separate drafter model: load one with the bundle")
+    scorer = decoder._scorer("drafter", bundle.drafter if separate else bundle.verifier,
+                             "full" if separate else c.draft_route)
     head = bundle.verifier.model.get_output_embeddings()
-    vocab = int(head.weight.shape[0]) if head is not None else None
-    drafter = ModelDrafter(scorer, decoder.sampler, c.draft_signal, decoder.stop_ids, description,
-                           c.draft_stop_below, vocab_size=vocab)
-    return HybridDrafter(PromptLookupDrafter(c.ngram_size), drafter) if c.drafter == "hybrid" else drafter
+    drafter = ModelDrafter(scorer, decoder.sampler, c.draft_signal, decoder.stop_ids,
+                           bundle.drafter.label if separate else f"self ({scorer.route.describe()})",
+                           c.draft_stop_below, vocab_size=int(head.weight.shape[0]) if head is not None else None)
+    return HybridDrafter(PromptLookupDrafter(c.ngram_size), drafter) if drafts is DraftKind.HYBRID else drafter
 
 
 def models_info(decoder: _Decoder, bundle: ModelBundle) -> dict:
@@ -261,7 +261,7 @@ def iter_generate(bundle: ModelBundle, prompt: str, config: DecodeConfig, *, rep
     """
     prompt_ids = encode_prompt(bundle.verifier.tokenizer, prompt, config.chat_template)
     decoder = _Decoder(bundle, config, replay, len(prompt_ids), profile)
-    trace = Trace(prompt=prompt, prompt_token_count=len(prompt_ids), config=decoder.config,
+    trace = Trace(prompt=prompt, prompt_token_count=len(prompt_ids), config=decoder.config, policy=decoder.policy,
                   models=models_info(decoder, bundle), cost_profile=decoder.cost.profile.name,
                   cost_label=decoder.cost.label, prefill_units=decoder.cost.plain_cost(len(prompt_ids), 1))
     output = Output(trace, prompt_ids, bundle.verifier.tokenizer)

@@ -54,7 +54,8 @@ from functools import partial
 
 import torch
 
-from core.decoding.sampling import Sampler, Verdict, aligned, verify
+from core.config import DecodeConfig
+from core.decoding.sampling import ExactRule, Sampler, Verdict, aligned, rejection_sample
 from core.errors import ConfigError
 from core.vocabulary import DEFERRAL_RULES, LOSSY_RULES, Why, check_alpha
 
@@ -73,7 +74,7 @@ def _exact(sampler: Sampler, q: torch.Tensor, token: int, p: torch.Tensor | None
     """Classic SD against q, the lossless rule each lossy rule falls back to (greedy: a cascade that deferred)."""
     if sampler.greedy:
         return Verdict(best == token, best, Why.DEFERRED_KEPT if best == token else Why.DEFERRED_REPLACED)
-    accepted, out = verify(sampler, q, token, p)  # verify aligns p to q's vocabulary
+    accepted, out = rejection_sample(sampler, q, token, p)  # it aligns p to q's vocabulary
     return Verdict(accepted, out, Why.RATIO_KEPT if accepted else Why.RESAMPLED)
 
 
@@ -149,3 +150,13 @@ RULES: dict[str, Callable[[Sampler, float], BildRule | CascadeRule]] = {
     name: partial(make_rule, name) for name in LOSSY_RULES
 }
 """What the engine builds a lossy rule from: name -> factory(sampler, verify_alpha)."""
+
+
+def verification_rule(config: DecodeConfig, sampler: Sampler) -> ExactRule | BildRule | CascadeRule:
+    """The rule verifiers judge draft tokens with under `config`: exact, or a lossy baseline.
+    A rule has `judge(q, token, p, best) -> Verdict`."""
+    if config.verify_rule == "exact":
+        return ExactRule(sampler)
+    if config.verify_rule not in RULES:
+        raise ConfigError(f"unknown verify_rule '{config.verify_rule}': use exact or {', '.join(RULES) or '-'}")
+    return RULES[config.verify_rule](sampler, config.verify_alpha)

@@ -2,17 +2,19 @@
 
 The round decides; it never moves the output. Positions, text pieces, the cut back after an audit
 refusal and the audit states of the tokens it judged are all written here, once, in this order:
-1. the round's tokens are appended as written (with their positions and text);
-2. if its audit refused a copy, the output from that copy on (earlier rounds' tokens and the round's own)
-   moves to `Trace.rolled_back`, the refused copy marked "refused", the rest "cut";
-3. the full model's correction is appended in the refused copy's place;
-4. every copy the audit let stand is marked "audited", all with this round's index.
+1. the round's tokens are appended as written (with their positions and text), those it kept on trust
+   marked "trusted";
+2. if its audit refused a token kept on trust, the output from that token on (earlier rounds' tokens and the
+   round's own) moves to `Trace.rolled_back`, the refused token marked "refused", the rest "cut";
+3. the full model's correction is appended in the refused token's place;
+4. every token kept on trust that the audit let stand is marked "audited", all with this round's index.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from core.decoding.adaptive import Waiting
 from core.trace import RoundRecord, TokenRecord, Trace
 from core.vocabulary import Audit
 
@@ -22,10 +24,21 @@ class RoundResult:
     """One round's decisions: its record (draft, counts, calls), the tokens it wrote and what its audit did."""
 
     record: RoundRecord
+    waiting: Waiting = field(default_factory=list)  # kept on trust, not yet audited: earlier rounds' and this one's
     tokens: list[TokenRecord] = field(default_factory=list)  # written in order, before any cut
-    audited: list[TokenRecord] = field(default_factory=list)  # copies kept on trust that the audit let stand
-    cut_at: int | None = None  # output index of the copy the audit refused: the output is cut back to it
-    correction: TokenRecord | None = None  # the full model's token written in the refused copy's place
+    trusted: list[TokenRecord] = field(default_factory=list)  # this round's tokens kept on trust
+    audited: list[TokenRecord] = field(default_factory=list)  # tokens kept on trust that the audit let stand
+    cut_at: int | None = None  # output index of the token the audit refused: the output is cut back to it
+    correction: TokenRecord | None = None  # the full model's token written in the refused token's place
+
+    @property
+    def refused(self) -> bool:
+        return self.cut_at is not None
+
+    def keep_on_trust(self, position: int, record: TokenRecord) -> None:
+        """Token `record` (at sequence `position`) was kept by tier 1 or 2 and waits for the full model's audit."""
+        self.trusted.append(record)
+        self.waiting.append((position, record))
 
 
 class Output:
@@ -38,6 +51,8 @@ class Output:
         """Write one round's result into the trace (see the module docstring for the order)."""
         for record in result.tokens:
             self._append(record)
+        for record in result.trusted:
+            record.audit = Audit.TRUSTED.value
         if result.cut_at is not None:
             cut = self.trace.tokens[result.cut_at:]
             for record in cut:

@@ -86,15 +86,13 @@ class ExactRule:
         """`q` is the verifier's distribution at this position, `best` its argmax (already on the host)."""
         if self.sampler.greedy:
             return Verdict(best == token, best, Why.ARGMAX if best == token else Why.ARGMAX_DIFFERS)
-        accepted, out = verify(self.sampler, q, token, p)
+        accepted, out = rejection_sample(self.sampler, q, token, p)
         return Verdict(accepted, out, Why.RATIO_KEPT if accepted else Why.RESAMPLED)
 
 
-def verify(sampler: Sampler, q: torch.Tensor, token: int, p: torch.Tensor | None) -> tuple[bool, int]:
-    """A verifier with distribution q judges draft `token` drawn from p: (accepted, token to emit)."""
-    if sampler.greedy:
-        best = int(torch.argmax(q))
-        return best == token, best
+def rejection_sample(sampler: Sampler, q: torch.Tensor, token: int, p: torch.Tensor | None) -> tuple[bool, int]:
+    """Speculative rejection sampling (sampling only; greedy rules match the argmax themselves): a verifier with
+    distribution q judges draft `token` drawn from p, (accepted, token to emit)."""
     if p is not None:
         p = aligned(q, p)
     p_token = 1.0 if p is None else float(p[token])

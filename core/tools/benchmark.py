@@ -9,7 +9,7 @@ Columns: tokens/s; ratios to HF greedy and to HF prompt lookup; the measured spe
 plain decoding beside the speed-up a cost profile predicts from the run's calls (`pred.`, this
 machine's profile by default) and the modelled accelerator's (`accel.`); words differing from the
 full model's own greedy output and expectations met (grounded prompts carry them); identical
-tokens. Below: medians per method, the targets of issue 7, and how well the profile predicted.
+tokens. Below: medians per method, the targets the README sets, and how well the profile predicted.
 """
 
 from __future__ import annotations

@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> dict:
                                     random_count=args.random, generations=args.generations, children=args.children,
                                     sublayer=not args.no_sublayer, save=not args.no_save, texts_cache=args.texts,
                                     log=log)
-        print(json.dumps(result, default=str) if args.json else "\n".join(calibrate_pair.table_lines(result)))
+        print(json.dumps(result, default=str) if args.json else "\n".join(pair_table_lines(result)))
         return result
     args.model, args.tokens = args.model or EMBEDDED_ID, args.tokens or 32
     args.preset_name = args.preset_name or "smollm2-135m"
@@ -251,6 +251,35 @@ def _print_summary(result: dict) -> None:
               f"{c['coverage']:.3f} / {c['precision']:.3f} | {h['coverage']:.3f} / {h['precision']:.3f} | "
               f"{h['net_saving']:+.3f} |")
     print(result["verdict"])
+
+
+def pair_table_lines(result: dict) -> list[str]:
+    """The printed comparison of `--pair`: per budget, ranked vs searched, calibration tau and held-apart numbers."""
+    lines = [f"\nprecision target {result['precision_target']} (prob); held-apart: agreement, coverage and precision "
+             "at the calibration tau_slim; net = coverage - cost (full passes saved per token reaching tier 2)",
+             "| mask | skips | cost | margin viol. | tau_slim | agreement | coverage | precision | net |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in result["table"]:
+        h = r["held_apart"]
+        skips = r["route"].split("skips ", 1)[-1]
+        objective = "–" if r["objective"] is None else f"{r['objective']:.3f}"
+        lines.append(f"| {r['label']} | {skips} | {h['cost']:.3f} | {objective} | "
+                     f"{r['calibration']['tau_slim']:.3f} | {h['agreement']:.3f} | {h['coverage']:.3f} | "
+                     f"{h['precision']:.3f} | {h['net_saving']:+.3f} |")
+    lines.append(f"shipped: {result['slim']['route']} (tau_slim {result['slim']['tau_slim']:.3f}); "
+                 f"{result['seconds']:.0f} s in all")
+    if "drafter" in result:
+        d = result["drafter"]
+        cells = "; ".join(f"{k}: coverage {v['coverage']:.2f}, precision {v['precision']:.2f}"
+                          for k, v in d.items() if k.startswith("tau"))
+        lines.append(f"drafter on held-apart text: agreement {d['agreement']:.3f} over {d['tokens']} tokens; {cells}")
+    if "tier2_regime" in result:
+        t = result["tier2_regime"]
+        lines.append(f"tier 2's own tokens (held-apart positions where the drafter is under tau_accept "
+                     f"{t['tau_accept']}: {t['tokens']}, {t['share']:.0%}): shipped mask agreement "
+                     f"{t['agreement']:.3f}, coverage {t['coverage']:.3f}, precision {t['precision']:.3f}, "
+                     f"net {t['net_saving']:+.3f}")
+    return lines
 
 
 if __name__ == "__main__":

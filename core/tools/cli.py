@@ -10,7 +10,7 @@ import time
 from core.analysis.breakeven import explain
 from core.analysis.fidelity import attach_fidelity, numerics_split
 from core.analysis.metrics import measured_speedup, summarize
-from core.analysis.sweep import compare
+from core.analysis.tradeoffs import compare
 from core.config import COPY_EVIDENCE, DRAFTERS, LOOKUP_PRESET, PRESETS, DecodeConfig, preset
 from core.decoding.cost_profiles import device_profile
 from core.decoding.engine import generate

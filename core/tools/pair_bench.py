@@ -28,7 +28,7 @@ from core.models.prompting import encode_prompt
 from core.tools.bench_rows import Row
 
 PAIRS: dict[str, tuple[str, str]] = {"qwen2.5-coder": (QWEN_CODER_15B_ID, QWEN_CODER_05B_ID)}
-"""--pair NAME -> (verifier, drafter): the offline pair of issue 13; its recommended setting is preset(NAME)."""
+"""--pair NAME -> (verifier, drafter): the offline pair; its recommended setting is preset(NAME)."""
 
 SEARCHED_SLIM, SEARCHED_TAU = "layers:0-5,7-11,15-27;no-mlp:7,23,25", 0.575
 """The pair's searched slim verifier: layers 6 and 12-14 skipped whole and the MLP of 7, 23 and 25 (25 % of the
@@ -83,7 +83,7 @@ def via_config(args: argparse.Namespace, name: str) -> DecodeConfig:
 
 
 def lead_configs(via: DecodeConfig, gamma: int) -> dict[str, DecodeConfig]:
-    """Issue 13's leads, each a variation of the recommended setting (README says what each did).
+    """The leads the README tried, each a variation of the recommended setting (README says what each did).
 
     * "VIA-SD audited": tier-1/2 tokens of the model drafter kept provisionally and audited by the next full
       pass (copy_evidence "audit", exact in greedy);

@@ -1,4 +1,5 @@
-"""The printed table of `python -m core.benchmark --pair ...`: one line per run, medians per method, the targets.
+"""The printed table of `python -m core.benchmark --pair ...`: one line per run, medians per method, the pair's
+targets (README).
 
 Aggregates (core.analysis.metrics defines each per run): tokens/s and speed ratios are medians over prompts of
 per-prompt ratios (taken side by side in one minute); rejection rate and mean acceptance length are pooled
@@ -132,9 +133,9 @@ def _same_drafter(name: str, base: str) -> str:
 
 
 def target_lines(rows: list[Row], stats: dict[str, MethodStats]) -> list[str]:
-    """The table's targets (issue 22), each met or missed with its numbers, for every drafter setting's rows (a row
+    """The table's targets (README), each met or missed with its numbers, for every drafter setting's rows (a row
     "SD [int8]" is judged against "HF assisted [int8]", "VIA-SD [int8]" against "SD [int8]"); VIA-SD leads too."""
-    lines = ["\ntargets (issue 22; ratios are medians over prompts of per-prompt ratios):"]
+    lines = ["\ntargets (README; ratios are medians over prompts of per-prompt ratios):"]
     plain = stats.get(PLAIN)
     if plain is not None:
         lines.append(f"  our plain vs HF greedy >= 1.0x: {_fmt(plain.x_greedy, '.3f', 0)}x -> "

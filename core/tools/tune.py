@@ -32,8 +32,8 @@ import pandas as pd
 
 from core.analysis.fidelity import attach_fidelity
 from core.analysis.metrics import measured_speedup, summarize
-from core.analysis.sweep import pareto_front
 from core.analysis.textdiff import word_diff
+from core.analysis.tradeoffs import pareto_front
 from core.config import DecodeConfig
 from core.decoding.engine import generate
 from core.errors import ConfigError

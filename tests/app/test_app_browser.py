@@ -288,7 +288,7 @@ def test_small_projector_screenshot(browser, app_url: str) -> None:
 
 
 def test_the_app_opens_on_the_grounded_rename_with_the_lookup_preset_and_reads_well(browser, app_url: str) -> None:
-    """Issue 7: the default page is grounded prompt 9 with LOOKUP_PRESET; a run on it reads well in both schemes."""
+    """The default page is grounded prompt 9 with LOOKUP_PRESET; a run on it reads well in both schemes."""
     from core.config import LOOKUP_PRESET
 
     context = browser.new_context(viewport=VIEWPORT, color_scheme="light")

@@ -117,9 +117,12 @@ def test_compare_marks_differences(app_client: object) -> None:
 def test_threshold_grid(app_client: object) -> None:
     plot, grid, status, *_ = app_client.predict(PROMPT, *SETTINGS, "0.5, 1.0", api_name="/grid")
     df = pd.DataFrame(grid["data"], columns=grid["headers"])
-    # the sliders' pair (0.5, 0.3) is always added, so its star is always drawn
-    assert sorted(df["thresholds"]) == sorted(f"τ_accept {a:g}, τ_slim {'off' if s >= 1 else f'{s:g}'}" for a, s in (
-        (0.3, 0.3), (0.5, 0.3), (0.5, 0.5), (1.0, 0.3), (1.0, 0.5), (1.0, 1.0)))
+    # the sliders' pair (0.5, 0.3) is always added, so its star is always drawn; tier 2 off goes with every τ_accept,
+    # and both tiers off is classic SD, named so
+    pairs = ((0.3, 0.3), (0.5, 0.3), (0.5, 0.5), (1.0, 0.3), (1.0, 0.5), (0.3, 1.0), (0.5, 1.0))
+    assert sorted(df["setting"]) == sorted([*(f"VIA-SD at τ_accept {'off' if a >= 1 else f'{a:g}'}, τ_slim "
+                                              f"{'off' if s >= 1 else f'{s:g}'}" for a, s in pairs),
+                                            "classic SD (τ_accept off, τ_slim off)"])
     assert df["speed-up (modelled)"].str.endswith("×").all() and df["words differing"].str.endswith("%").all()
     names = [t.get("name") for t in json.loads(plot["plot"])["data"]]
     assert "τ_slim 0.3" in names and "τ_slim off" in names and "the sliders' pair" in names
@@ -146,7 +149,7 @@ def test_walkthrough_loads_and_explains(app_client: object) -> None:
 
 
 def test_an_audited_run_equals_plain_greedy_and_reports_what_the_audit_cut(app_client: object) -> None:
-    """Issue 7: copies kept on trust and audited; on this rename the audit refuses a stretch the model rewrites."""
+    """Copies kept on trust and audited; on this rename the audit refuses a stretch the model rewrites."""
     from app.tabs.generate import OUTPUTS
     from examples import load_prompts
 
@@ -260,7 +263,7 @@ def test_settings_follow_the_api_order_and_give_friendly_errors() -> None:
 
 
 def test_the_app_opens_on_the_spelling_fix_with_the_lookup_preset() -> None:
-    """Issue 7: the default Settings are grounded prompt 3 with every decoding value read from LOOKUP_PRESET."""
+    """The default Settings are grounded prompt 3 with every decoding value read from LOOKUP_PRESET."""
     from app import share
     from app.settings import Settings
     from app.tabs.generate import COPY_EVIDENCE_CHOICES

@@ -1,5 +1,5 @@
 """Shared links in headless Chromium: `run=1` runs, a link carries every setting, and the run it reopens is
-the very run it was made from (issue 15 item 3)."""
+the very run it was made from."""
 
 from __future__ import annotations
 

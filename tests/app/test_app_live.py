@@ -1,5 +1,5 @@
-"""The live cockpit without a browser: the effect line, the exact predictions and re-route rules (issue 15
-items 1 and 2). Each checks the app's words against the engine's own re-route."""
+"""The live cockpit without a browser: the effect line, the exact predictions and re-route rules. Each checks the
+app's words against the engine's own re-route."""
 
 from __future__ import annotations
 
@@ -12,22 +12,24 @@ pytestmark = [pytest.mark.embedded]
 OPENING = Settings(max_new_tokens=40)
 
 
-def test_the_effect_line_names_the_threshold_gap_that_reproduces_the_run() -> None:
-    """The opening preset's copies score 1.0 or 0.67 and most tokens are free verdicts: τ_accept from 0.70 to
-    0.95 gives the same run, and a replay at each of those notches is indeed that run (the engine's own rule)."""
+def test_the_effect_line_names_the_notches_that_reproduce_the_run() -> None:
+    """On the opening preset most tokens are free verdicts and copies score a few fixed values, so τ_accept can move
+    a notch either way and give the same run: the line says which notches, for the run on screen and its settings,
+    and a replay at every one of them is indeed that run (the engine's own rule)."""
     from app.session import SESSIONS
-    from app.views.sensitivity import effect_line, tau_accept_gap
+    from app.views.sensitivity import NOTCHES, effect_line, reproducing
     from core import generate
 
     bundle = SESSIONS.default_bundle()
     opening = OPENING
     trace = generate(bundle, opening.prompt, opening.config())
-    gap = tau_accept_gap(trace, opening.tau_accept)
-    assert gap.covers_neighbours(opening.tau_accept) and "Why the sliders change nothing" in effect_line(trace)
-    shown = [(t.token_id, t.tier, t.outcome) for t in trace.tokens]
-    for notch in range(round(gap.lo / 0.05) + 1, round(gap.hi / 0.05) + 1):
-        again = generate(bundle, opening.prompt, opening.with_(tau_accept=round(notch * 0.05, 2)).config())
-        assert [(t.token_id, t.tier, t.outcome) for t in again.tokens] == shown, f"τ_accept {notch * 0.05:.2f}"
+    lo, hi = reproducing(trace, "tau_accept")
+    line = effect_line(trace)
+    assert lo < opening.tau_accept < hi and "**The run on screen (τ_accept 0.9, τ_slim off):**" in line
+    shown = [(t.token_id, t.tier, t.outcome, t.reason) for t in trace.tokens]
+    for notch in (v for v in NOTCHES if lo <= v <= hi):
+        again = generate(bundle, opening.prompt, opening.with_(tau_accept=notch).config())
+        assert [(t.token_id, t.tier, t.outcome, t.reason) for t in again.tokens] == shown, f"τ_accept {notch:.2f}"
 
 
 def test_the_prediction_line_is_the_engines_own_re_route_wherever_it_claims_to_be() -> None:

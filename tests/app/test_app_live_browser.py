@@ -1,5 +1,5 @@
 """The opening screen in headless Chromium: a far threshold move either changes the headline or the screen says
-in one line why it cannot, with the setting where it does one click away (issue 15 item 1)."""
+in one line why it cannot, with the setting where it does one click away."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Charts fit and follow the colour scheme, in headless Chromium at 1366 and 1024 wide (issue 15, item 7)."""
+"""Charts fit and follow the colour scheme, in headless Chromium at 1366 and 1024 wide."""
 
 from __future__ import annotations
 

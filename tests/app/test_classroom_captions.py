@@ -1,4 +1,4 @@
-"""Every caption of every shipped walkthrough, checked claim by claim against its trace (issue 15, item 6).
+"""Every caption of every shipped walkthrough, checked claim by claim against its trace.
 
 The traces in tests/data/walkthroughs/ were recorded from the embedded SmolLM2 with each walkthrough's
 config (fidelity measured); the captions are rebuilt from them here with the model's own tokenizer.

@@ -1,4 +1,4 @@
-"""A walkthrough with "recorded_trace" is replayed from its saved trace and never loads or runs a model (issue 13)."""
+"""A walkthrough with "recorded_trace" is replayed from its saved trace and never loads or runs a model."""
 
 from __future__ import annotations
 

@@ -62,7 +62,7 @@ def test_the_schemes_chart_draws_via_sd_on_top_and_thickest() -> None:
 
 def test_tables_use_words_and_rounded_numbers() -> None:
     table = tables.grid_table(_grid([1.2, 1.5, 2.5]))
-    assert list(table.columns) == list(tables.GRID_COLUMNS) and table.iloc[0, 0] == "τ_accept 0.5, τ_slim 0.5"
+    assert list(table.columns) == list(tables.GRID_COLUMNS) and table.iloc[0, 0] == "VIA-SD at τ_accept 0.5, τ_slim 0.5"
     cells = [str(v) for v in table.to_numpy().ravel()] + list(table.columns)
     assert not any("_" in c and "τ_" not in c for c in cells), "a code in a table"
     assert not any(re.fullmatch(r"-?\d+\.\d{3,}", c) for c in cells), "an unrounded number"
@@ -105,3 +105,33 @@ def test_both_templates_are_registered_and_the_dark_css_repaints_with_the_dark_o
     css = chart_style.dark_css()
     assert chart_style.PALETTE["dark"]["bg"] in css and chart_style.PALETTE["dark"]["fg"] in css
     assert css.count(".dark .js-plotly-plot") >= 4
+
+
+def test_the_advice_names_a_row_of_its_own_tables_and_calls_classic_sd_so() -> None:
+    grid = pd.DataFrame({"tau_accept": [1.0, 0.9, 0.5], "tau_slim": [1.0, 1.0, 0.5],
+                         "modelled_speedup": [7.97, 8.65, 9.0], "words_differing": [0.0, 0.0, 0.3],
+                         "rejection_rate": [0.3, 0.2, 0.1], "identical_to_full": [True, True, False]})
+    points = pd.DataFrame({"scheme": ["via-sd", "bild", "bild", "cascade-chow"],
+                           "setting": ["τa=1 τs=1", "fb=0 rb=0", "fb=0.6 rb=3", "α=-1"],
+                           "modelled_speedup": [7.97, 7.97, 10.69, 7.97], "words_differing": [0.0, 0.0, 0.02, 0.0],
+                           "identical_share": [1.0, 1.0, 0.0, 1.0]})
+    rows = set(tables.grid_table(grid)["setting"]) | set(tables.schemes_table(points)["setting"])
+    assert "classic SD (τ_accept off, τ_slim off)" in rows and "VIA-SD at τ_accept 0.9, τ_slim off" in rows
+    for budget in (0, 1, 5, 50):
+        advice = recommendation(grid, points, budget)
+        named = re.search(r"\*\* (.+?), \d+\.\d\d× plain", advice)
+        assert named and named.group(1) in rows, (budget, advice)
+    assert "VIA-SD at τ_accept 0.9, τ_slim off, 8.65×" in recommendation(grid, None, 1)
+    assert "BiLD (fb=0.6 rb=3), 10.69×" in recommendation(grid, points, 5)
+
+
+def test_settings_on_one_point_of_the_schemes_chart_show_their_count_and_names() -> None:
+    points = pd.DataFrame({"scheme": ["via-sd", "bild", "cascade-chow", "bild"],
+                           "setting": ["τa=1 τs=1", "fb=0 rb=0", "α=-1", "fb=0.6 rb=3"],
+                           "modelled_speedup": [7.97, 7.97, 7.97, 10.69], "words_differing": [0.0, 0.0, 0.0, 0.02]})
+    fig = tradeoff_chart(points)
+    shared = next(t for t in fig.data if t.name == "settings on one point")
+    assert list(shared.text) == ["×3"]
+    assert all(name in shared.customdata[0] for name in ("VIA-SD (τa=1 τs=1 = classic SD)",
+                                                          "BiLD (fb=0 rb=0 = classic SD)",
+                                                          "Cascade · Chow (α=-1 = classic SD)"))

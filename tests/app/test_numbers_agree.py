@@ -1,5 +1,5 @@
 """Every headline number computed two ways: counted here from the trace's own records, and read off the
-cards, the headline, the "why" sentence and the Classroom caption. They must agree (issue 15, item 4)."""
+cards, the headline, the "why" sentence and the Classroom caption. They must agree."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def test_the_recorded_opening_run_reads_as_the_issue_saw_it_now_in_one_set_of_nu
     trace = Trace.from_json(RECORDED.read_text())
     h = numbers.headline(trace)
     assert (numbers.speed_text(h.speedup), f"{h.rejection:.0%}") == ("8.65×", "34%")
-    assert h.copies == numbers.Copies(trusted=35, standing=20, cut=15, refusals=1)
+    assert h.trust == numbers.Trusted(trusted=35, copies=35, standing=20, cut=15, refusals=1, direct=20)
     sentence = why_sentence(trace, None)
     assert "35 copied tokens were kept on trust" in sentence and "so 20 stand" in sentence
     assert "Of 131 drafted tokens, 87 ended up in the answer" in sentence and "34% of drafts rejected" in sentence
@@ -78,10 +78,10 @@ def test_the_headline_equals_a_recount_of_the_records(run) -> None:
     assert (h.tokens, h.rounds, h.drafted, h.kept) == (again["tokens"], again["rounds"], again["drafted"],
                                                         again["kept"])
     assert h.rejection == pytest.approx(again["rejection"])
-    if h.copies is not None:
-        standing = sum(1 for t in trace.tokens if t.tier in (1, 2))  # tier 1/2 copies are kept on trust
-        assert (h.copies.standing, h.copies.cut) == (standing, len(trace.rolled_back))
-        assert h.copies.trusted == standing + len(trace.rolled_back)
+    if h.trust is not None:
+        standing = sum(1 for t in trace.tokens if t.tier in (1, 2))  # greedy, audited: tier 1/2 keeps are on trust
+        assert (h.trust.standing, h.trust.cut) == (standing, len(trace.rolled_back))
+        assert h.trust.trusted == standing + len(trace.rolled_back)
 
 
 def test_cards_headline_sentence_and_caption_say_the_same_numbers(run) -> None:
@@ -100,9 +100,9 @@ def test_cards_headline_sentence_and_caption_say_the_same_numbers(run) -> None:
         assert f"Of {again['drafted']} drafted token" in sentence and f"{again['kept']} ended up" in sentence
         assert f"{shown_rejection} of drafts rejected" in sentence
     h = numbers.headline(trace)
-    if h.copies is not None and h.copies.trusted:
-        assert _metric(page, "trusted") == str(h.copies.trusted) and _metric(page, "rolled_back") == str(h.copies.cut)
-        assert f"{h.copies.trusted} copied token" in sentence
+    if h.trust is not None and h.trust.trusted:
+        assert _metric(page, "trusted") == str(h.trust.trusted) and _metric(page, "rolled_back") == str(h.trust.cut)
+        assert f"{h.trust.trusted} {h.trust.kind}" in sentence
     last = len(trace.rounds) - 1
     _, caption = classroom.round_view(trace, last, decode=lambda i: f"<{i}>")
     assert f"So far: {again['tokens']} tokens" in caption, "the last round's caption counts the answer's tokens"

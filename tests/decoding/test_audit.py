@@ -13,7 +13,7 @@ from tiny import tiny_bundle
 
 from core import DecodeConfig, generate, summarize
 from core.decoding import adaptive
-from core.decoding.adaptive import TRUST_AFTER, CopyAudit
+from core.decoding.adaptive import TRUST_AFTER, TrustAudit
 from core.decoding.drafters import PromptLookupDrafter
 from core.errors import ConfigError
 from core.trace import Trace
@@ -116,7 +116,7 @@ def test_audited_copies_sample_from_the_full_model(bundle, monkeypatch):
     """Every copy trusted (tau_accept 0, trust granted from the first round so that every seed
     exercises the audit), three tokens: each position follows the full model's distribution, as a
     deterministic proposal judged by rejection sampling should."""
-    monkeypatch.setattr(CopyAudit, "trusted", property(lambda self: True))
+    monkeypatch.setattr(TrustAudit, "trusted", property(lambda self: True))
     temperature = 1.0
     config = AUDIT.with_(tau_accept=0.0, audit_span=64, max_new_tokens=3, temperature=temperature)
     traces = [generate(bundle, PROMPT, config.with_(seed=seed)) for seed in range(1500)]

@@ -1,4 +1,4 @@
-"""Audited model drafts (issue 13's lead): under copy_evidence "audit" and greedy decoding, tokens a model
+"""Audited model drafts: under copy_evidence "audit" and greedy decoding, tokens a model
 drafter's confidence (tier 1) or the slim verifier (tier 2) keeps are provisional; the full model's next pass
 audits them and cuts the output back at the first it refuses. So greedy output equals plain greedy decoding
 whatever the thresholds, and the same settings without the audit differ from it (these tests can fail)."""

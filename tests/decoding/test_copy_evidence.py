@@ -6,9 +6,10 @@ from tiny import tiny_bundle
 from core import DecodeConfig, generate
 from core.analysis.metrics import summarize
 from core.decoding.adaptive import SlimGate
-from core.decoding.tiers import decide_tier
+from core.decoding.tiers import TierFacts, decide_tier
 from core.errors import ConfigError
-from core.vocabulary import Reason, Tier, TierDecision
+from core.round_policy import RoundPolicy
+from core.vocabulary import CopyEvidence, DraftKind, Reason, Tier, TierDecision
 
 PROMPT = "the cat sat on the mat. the cat sat on the"
 BASE = DecodeConfig(mode="via", drafter="ngram", gamma=4, max_new_tokens=24, chat_template=False,
@@ -24,11 +25,15 @@ def never() -> float:
     raise AssertionError("the slim verifier must not run here")
 
 
+def policy(evidence: str) -> RoundPolicy:
+    """VIA-SD at tau_accept 0.5 with tier 2 off, greedy, prompt lookup, copies needing `evidence`."""
+    return RoundPolicy(mode="via", drafts=DraftKind.HYBRID, tau_accept=0.5, tau_slim=1.0,
+                       copy_evidence=CopyEvidence(evidence), greedy=True)
+
+
 def copy_rule(statistic: float, evidence: str, agreement=never, **facts) -> TierDecision:
     """The tier rule for a copy whose statistic is `statistic` (tau_accept 0.5, tier 2 off)."""
-    facts.setdefault("on_trust", evidence == "audit")  # the engine's: copies under "audit" are kept on trust
-    return decide_tier(statistic, never, 0.5, 1.0, full_already_ran=facts.pop("full_already_ran", False), copy=True,
-                       copy_evidence=evidence, slim_agreement=agreement, **facts)
+    return decide_tier(TierFacts(statistic, never, agreement, is_copy=True, **facts), policy(evidence))
 
 
 def test_a_copy_passes_tier_one_only_as_far_as_the_slim_verifier_agrees():
@@ -46,8 +51,10 @@ def test_statistic_verifier_and_audit_settings_and_model_drafts():
     assert copy_rule(0.9, "audit", copies_trusted=False).reason is Reason.COPY_NEEDS_EVIDENCE
     assert copy_rule(0.9, "audit", audit_due=True) == TierDecision(Tier.FULL, Reason.AUDIT_DUE)
     assert copy_rule(0.9, "statistic", audit_due=True).tier is Tier.DRAFT  # only copies kept on trust are audited
-    modelled = decide_tier(0.9, never, 0.5, 1.0, full_already_ran=False, copy_evidence="verifier")
+    modelled = decide_tier(TierFacts(0.9, never, never), policy("verifier"))
     assert modelled.tier is Tier.DRAFT  # a model's belief: evidence rules are for copies
+    audited = decide_tier(TierFacts(0.9, never, never, audit_due=True), policy("audit"))
+    assert audited.reason is Reason.AUDIT_DUE  # a model's greedy draft waits on trust under "audit" too
 
 
 def test_copies_kept_by_the_statistic_alone_and_never_without_a_verifier(bundle):

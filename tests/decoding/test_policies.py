@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from core.decoding.policies import BildRule, CascadeRule, Verdict, make_rule
-from core.decoding.sampling import Sampler, verify
+from core.decoding.sampling import Sampler, rejection_sample
 from core.errors import ConfigError
 from core.vocabulary import LOSSY_RULES, Why, check_alpha, exact_alpha
 
@@ -60,7 +60,7 @@ def test_bild_rollback_zero_is_classic_sd_under_sampling_draw_for_draw():
     for p, q in random_pairs(60):
         token = int(torch.multinomial(p, 1, generator=plain.generator))
         torch.multinomial(p, 1, generator=bild.generator)  # keep the two streams in step
-        assert judge(rule, q, token, p)[:2] == verify(plain, q, token, p)
+        assert judge(rule, q, token, p)[:2] == rejection_sample(plain, q, token, p)
 
 
 def test_bild_under_sampling_keeps_within_rollback_and_otherwise_rejection_samples():
@@ -148,7 +148,7 @@ def test_every_rule_is_classic_sd_under_sampling_at_its_exact_setting(name):
         token = int(torch.multinomial(p, 1, generator=plain.generator))
         torch.multinomial(p, 1, generator=ours.generator)
         verdict = rule.judge(q, token, p, int(torch.argmax(q)))
-        assert (verdict.accepted, verdict.token) == verify(plain, q, token, p)
+        assert (verdict.accepted, verdict.token) == rejection_sample(plain, q, token, p)
 
 
 # --- Under sampling a cascade emits pi -----------------------------------------------------------
@@ -208,7 +208,7 @@ def test_unknown_rule_is_one_config_error():
         make_rule("lenient", Sampler(), 0.0)
 
 
-# --- Fronts (core.analysis.sweep) and the trade-off chart, on hand-made points ----------------------------
+# --- Fronts (core.analysis.tradeoffs) and the trade-off chart, on hand-made points ----------------------------
 
 def _points():
     import pandas as pd
@@ -225,7 +225,7 @@ def _points():
 
 
 def test_pareto_front_keeps_only_settings_nothing_beats():
-    from core.analysis.sweep import pareto_fronts
+    from core.analysis.tradeoffs import pareto_fronts
 
     fronts = pareto_fronts(_points())
     assert list(fronts["via-sd"]["setting"]) == ["exact", "a", "b"]
@@ -233,7 +233,7 @@ def test_pareto_front_keeps_only_settings_nothing_beats():
 
 
 def test_dominance_table_names_the_fastest_scheme_per_budget():
-    from core.analysis.sweep import dominance_table
+    from core.analysis.tradeoffs import dominance_table
 
     table = dominance_table(_points(), budgets=(0.0, 0.02, 0.05, 0.5)).set_index("differing <=")
     assert table.loc[0.0, "fastest"] == "via-sd, bild", "both are classic SD at their exact setting"
@@ -243,7 +243,7 @@ def test_dominance_table_names_the_fastest_scheme_per_budget():
 
 
 def test_scheme_grids_start_at_classic_sd_and_validate():
-    from core.analysis.sweep import SCHEMES, scheme_settings
+    from core.analysis.tradeoffs import SCHEMES, scheme_settings
     from core.config import DecodeConfig
 
     for scheme in SCHEMES:
@@ -341,16 +341,16 @@ def test_bad_rule_settings_are_one_config_error():
 
 
 def test_sweep_runs_every_scheme_on_a_tiny_model_and_exact_settings_agree(tiny, monkeypatch):
-    import core.analysis.sweep as sweep
+    import core.analysis.tradeoffs as tradeoffs
 
-    monkeypatch.setattr(sweep, "VIA_THRESHOLDS", (1.0, 0.5))
-    monkeypatch.setattr(sweep, "BILD_FALLBACKS", (0.0,))
-    monkeypatch.setattr(sweep, "BILD_ROLLBACKS", (0.0, 3.0))
-    monkeypatch.setattr(sweep, "CASCADE_ALPHAS", {k: (1.0,) for k in sweep.CASCADE_ALPHAS})
-    rows = sweep.sweep_schemes(tiny, [PROMPT], _config(drafter="model", max_new_tokens=12))
-    assert set(rows["scheme"]) == set(sweep.SCHEMES)
+    monkeypatch.setattr(tradeoffs, "VIA_THRESHOLDS", (1.0, 0.5))
+    monkeypatch.setattr(tradeoffs, "BILD_FALLBACKS", (0.0,))
+    monkeypatch.setattr(tradeoffs, "BILD_ROLLBACKS", (0.0, 3.0))
+    monkeypatch.setattr(tradeoffs, "CASCADE_ALPHAS", {k: (1.0,) for k in tradeoffs.CASCADE_ALPHAS})
+    rows = tradeoffs.sweep_schemes(tiny, [PROMPT], _config(drafter="model", max_new_tokens=12))
+    assert set(rows["scheme"]) == set(tradeoffs.SCHEMES)
     exact = rows.groupby("scheme").head(1)  # each scheme's first setting is classic SD
     assert (exact["words_differing"] == 0.0).all() and exact["identical_to_full"].all()
     assert exact["modelled_speedup"].nunique() == 1, "classic SD costs the same whichever scheme runs it"
-    fronts = sweep.pareto_fronts(sweep.scheme_points(rows))
+    fronts = tradeoffs.pareto_fronts(tradeoffs.scheme_points(rows))
     assert all(len(front) >= 1 for front in fronts.values())

@@ -9,15 +9,23 @@ from core.analysis.metrics import summarize
 from core.config import DecodeConfig
 from core.decoding.confidence import confidence
 from core.decoding.drafters import PromptLookupDrafter
-from core.decoding.sampling import Sampler, verify
-from core.decoding.tiers import decide_tier, fires, outcome_of
+from core.decoding.sampling import ExactRule, Sampler, Verdict, rejection_sample
+from core.decoding.tiers import TierFacts, decide_tier, outcome_of
 from core.errors import ConfigError
+from core.round_policy import RoundPolicy, fires
 from core.trace import CallRecord, RoundRecord, TokenRecord, Trace
-from core.vocabulary import REASON_TIER, Outcome, Reason, Tier, TierDecision
+from core.vocabulary import REASON_TIER, CopyEvidence, DraftKind, Outcome, Reason, Tier, TierDecision, Why
 
 
 def never() -> float:
     raise AssertionError("the slim verifier must not run here")
+
+
+def rule(draft: float, slim, tau_accept: float, tau_slim: float, **facts) -> TierDecision:
+    """The tier rule for a model's draft token under VIA-SD at these thresholds (greedy, copies need a verifier)."""
+    policy = RoundPolicy(mode="via", drafts=DraftKind.MODEL, tau_accept=tau_accept, tau_slim=tau_slim,
+                         copy_evidence=CopyEvidence.VERIFIER, greedy=True)
+    return decide_tier(TierFacts(draft, slim, never, **facts), policy)
 
 
 def test_threshold_one_switches_a_tier_off_and_zero_takes_everything():
@@ -27,33 +35,33 @@ def test_threshold_one_switches_a_tier_off_and_zero_takes_everything():
 
 
 def test_tier_one_fires_without_running_the_slim_verifier():
-    assert decide_tier(0.95, never, 0.9, 0.5, full_already_ran=False).tier is Tier.DRAFT
+    assert rule(0.95, never, 0.9, 0.5, full_already_ran=False).tier is Tier.DRAFT
 
 
 def test_slim_is_not_consulted_when_switched_off():
-    assert decide_tier(0.1, never, 0.9, 1.0, full_already_ran=False).tier is Tier.FULL
+    assert rule(0.1, never, 0.9, 1.0, full_already_ran=False).tier is Tier.FULL
 
 
 def test_slim_decides_when_confident_else_full():
-    assert decide_tier(0.1, lambda: 0.8, 0.9, 0.6, full_already_ran=False).tier is Tier.SLIM
-    assert decide_tier(0.1, lambda: 0.5, 0.9, 0.6, full_already_ran=False).tier is Tier.FULL
+    assert rule(0.1, lambda: 0.8, 0.9, 0.6, full_already_ran=False).tier is Tier.SLIM
+    assert rule(0.1, lambda: 0.5, 0.9, 0.6, full_already_ran=False).tier is Tier.FULL
 
 
 def test_a_full_verdict_already_paid_for_decides():
-    assert decide_tier(0.99, never, 0.9, 0.6, full_already_ran=True) == TierDecision(Tier.FULL, Reason.FREE_VERDICT)
+    assert rule(0.99, never, 0.9, 0.6, full_already_ran=True) == TierDecision(Tier.FULL, Reason.FREE_VERDICT)
 
 
 def test_reasons_name_the_rule_that_fired_and_agree_with_the_tier():
-    assert decide_tier(0.95, never, 0.9, 0.5, full_already_ran=False).reason is Reason.DRAFT_CONFIDENT
-    assert decide_tier(0.1, lambda: 0.8, 0.9, 0.6, full_already_ran=False).reason is Reason.SLIM_CONFIDENT
-    assert decide_tier(0.1, lambda: 0.5, 0.9, 0.6, full_already_ran=False).reason is Reason.NOT_CONFIDENT
-    stop = decide_tier(0.99, lambda: 0.1, 0.9, 0.6, full_already_ran=False, stop_token=True)
+    assert rule(0.95, never, 0.9, 0.5, full_already_ran=False).reason is Reason.DRAFT_CONFIDENT
+    assert rule(0.1, lambda: 0.8, 0.9, 0.6, full_already_ran=False).reason is Reason.SLIM_CONFIDENT
+    assert rule(0.1, lambda: 0.5, 0.9, 0.6, full_already_ran=False).reason is Reason.NOT_CONFIDENT
+    stop = rule(0.99, lambda: 0.1, 0.9, 0.6, full_already_ran=False, stop_token=True)
     assert stop == TierDecision(Tier.FULL, Reason.STOP_TOKEN)
-    assert decide_tier(0.99, lambda: 0.8, 0.9, 0.6, full_already_ran=False, stop_token=True).tier is Tier.SLIM
+    assert rule(0.99, lambda: 0.8, 0.9, 0.6, full_already_ran=False, stop_token=True).tier is Tier.SLIM
     assert set(REASON_TIER) == set(Reason)
     for draft, slim, stop_token, ran in [(0.95, 0.1, False, False), (0.5, 0.7, False, False), (0.1, 0.1, False, False),
                                          (0.95, 0.1, True, False), (0.95, 0.95, False, True)]:
-        decision = decide_tier(draft, lambda s=slim: s, 0.9, 0.6, full_already_ran=ran, stop_token=stop_token)
+        decision = rule(draft, lambda s=slim: s, 0.9, 0.6, full_already_ran=ran, stop_token=stop_token)
         assert REASON_TIER[decision.reason] is decision.tier
 
 
@@ -97,7 +105,7 @@ def test_prompt_lookup_drafts_from_repeats_and_nothing_without():
     repeated = [5, 6, 7, 8, 9, 1, 2, 5, 6, 7]
     draft = drafter.propose(repeated, 3)
     assert draft.tokens == [8, 9, 1]
-    assert draft.probs is None
+    assert draft.is_copy and draft.probs is None
     assert draft.confidences[0] == pytest.approx(1.0)
     assert drafter.propose([1, 2, 3, 4, 5], 3).tokens == []
 
@@ -110,10 +118,10 @@ def test_prompt_lookup_confidence_drops_for_short_or_ambiguous_matches():
     assert draft.confidences[0] == pytest.approx(0.5 * 2 / 3)
 
 
-def test_greedy_verify_accepts_only_the_argmax():
-    q = torch.tensor([0.1, 0.6, 0.3])
-    assert verify(Sampler(), q, 1, None) == (True, 1)
-    assert verify(Sampler(), q, 2, None) == (False, 1)
+def test_greedy_exact_rule_accepts_only_the_argmax():
+    q, rule = torch.tensor([0.1, 0.6, 0.3]), ExactRule(Sampler())
+    assert rule.judge(q, 1, None, 1) == Verdict(True, 1, Why.ARGMAX)
+    assert rule.judge(q, 2, None, 1) == Verdict(False, 1, Why.ARGMAX_DIFFERS)
 
 
 @pytest.mark.parametrize("with_p", [True, False])
@@ -126,7 +134,7 @@ def test_rejection_sampling_emits_the_target_distribution(with_p):
     n = 20_000
     for _ in range(n):
         token = int(torch.multinomial(p, 1, generator=sampler.generator)) if with_p else 2
-        counts[verify(sampler, q, token, p)[1]] += 1
+        counts[rejection_sample(sampler, q, token, p)[1]] += 1
     assert torch.allclose(counts / n, q, atol=0.015)
 
 

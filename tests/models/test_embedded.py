@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from core import DecodeConfig, attach_fidelity, encode_prompt, generate, load_bundle, summarize
-from core.analysis.sweep import compare
+from core.analysis.tradeoffs import compare
 from core.models.loading import cache_dir, pick_device
 
 pytestmark = pytest.mark.embedded

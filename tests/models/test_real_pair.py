@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from core import DecodeConfig, encode_prompt, generate, load_bundle
-from core.analysis.sweep import compare
+from core.analysis.tradeoffs import compare
 from core.models.catalog import QWEN_CODER_05B_ID, QWEN_CODER_15B_ID
 from core.models.loading import cache_dir
 from core.models.precision import auto_dtype

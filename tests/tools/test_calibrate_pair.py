@@ -6,7 +6,8 @@ from tiny import tiny_bundle
 
 from core.analysis.mask_search import margin_violation
 from core.models.layer_routes import route_from_dict
-from core.tools.calibrate_pair import MarginObjective, layer_influence, run, table_lines
+from core.tools.calibrate import pair_table_lines as table_lines
+from core.tools.calibrate_pair import MarginObjective, layer_influence, run
 
 PROMPTS = ("the cat sat on", "a dog ran far", "the mat is red", "one two three")
 

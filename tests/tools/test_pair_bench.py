@@ -1,5 +1,5 @@
 """The pair table (python -m core.benchmark --pair) on tiny random models: every row runs, the lossless ones are
-exact in fp32, and the report judges issue 13's targets from the numbers."""
+exact in fp32, and the report judges the pair's targets from the numbers."""
 
 import pytest
 from tiny import tiny_bundle

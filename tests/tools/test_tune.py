@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from core import generate
-from core.analysis.sweep import pareto_front
 from core.analysis.textdiff import word_diff
+from core.analysis.tradeoffs import pareto_front
 from core.config import DecodeConfig
 from core.errors import ConfigError
 from core.tools.tune import (

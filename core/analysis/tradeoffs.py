@@ -7,7 +7,7 @@ measured wall clock comes from `compare(..., replay=False)`.
 `sweep_schemes` runs VIA-SD (threshold pairs), BiLD (fallback x rollback) and the three
 Speculative Cascades (alpha) on the same prompts, drafter and cost profile, and `pareto_fronts`
 keeps each scheme's non-dominated settings of (modelled speed-up, words differing from the full
-model's own greedy output). `python -m core.sweep --family summarisation` prints, per family,
+model's own greedy output). `python -m core.scheme_fronts --family summarisation` prints, per family,
 which scheme is fastest within each words-differing budget.
 """
 
@@ -25,6 +25,7 @@ from core.decoding.cost_profiles import CostProfile
 from core.decoding.engine import generate
 from core.errors import ConfigError
 from core.models.loading import ModelBundle
+from core.round_policy import in_order
 from core.trace import Trace
 from core.vocabulary import exact_alpha
 
@@ -59,9 +60,10 @@ def compare(bundle: ModelBundle, prompt: str, config: DecodeConfig, *, replay: b
 def threshold_grid(bundle: ModelBundle, prompt: str, config: DecodeConfig, values: Iterable[float],
                    on_progress: Callable[[int, int], None] | None = None,
                    should_stop: Callable[[], bool] | None = None) -> pd.DataFrame:
-    """VIA-SD over every ordered pair tau_slim <= tau_accept from `values`, with fidelity per pair."""
+    """VIA-SD over every pair from `values` the settings accept (tau_slim <= tau_accept, or tier 2 off with any
+    tau_accept: core.round_policy.in_order), with fidelity per pair."""
     values = sorted(set(round(v, 4) for v in values))
-    pairs = [(a, s) for a in values for s in values if s <= a]
+    pairs = [(a, s) for a in values for s in values if in_order(a, s)]
     reference = generate(bundle, prompt, config.with_(mode="plain", temperature=0.0)).token_ids
     rows = []
     for done, (tau_accept, tau_slim) in enumerate(pairs):
@@ -111,6 +113,11 @@ def scheme_settings(scheme: str) -> list[dict[str, object]]:
         alphas = (exact_alpha(scheme), *CASCADE_ALPHAS[scheme])
         return [{"mode": "sd", "verify_rule": scheme, "verify_alpha": a} for a in alphas]
     raise ConfigError(f"scheme must be one of {', '.join(SCHEMES)}, not '{scheme}'")
+
+
+def exact_label(scheme: str) -> str:
+    """The label of a scheme's exact setting (the first it runs): classic SD, whatever the scheme."""
+    return setting_label(scheme_settings(scheme)[0])
 
 
 def setting_label(setting: dict[str, object]) -> str:

@@ -1,4 +1,4 @@
-"""`python -m core.sweep --family summarisation`: VIA-SD, BiLD and the cascades on the same prompts,
+"""`python -m core.scheme_fronts --family summarisation`: VIA-SD, BiLD and the cascades on the same prompts,
 printed as Pareto fronts and a table of which scheme dominates within each difference budget."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import argparse
 
 import pandas as pd
 
-from core.analysis.sweep import SCHEMES, dominance_table, pareto_fronts, scheme_points, sweep_schemes
+from core.analysis.tradeoffs import SCHEMES, dominance_table, pareto_fronts, scheme_points, sweep_schemes
 from core.config import DecodeConfig
 from core.models.loading import EMBEDDED_ID, load_bundle
 from examples import FAMILIES, load_prompts
@@ -26,7 +26,7 @@ def _markdown(table: pd.DataFrame) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`python -m core.sweep --family summarisation`: scheme fronts and who dominates where, per family."""
+    """`python -m core.scheme_fronts --family summarisation`: scheme fronts and who dominates where, per family."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--model", default=EMBEDDED_ID)
     parser.add_argument("--family", default="summarisation", help="a family, a comma list, or 'all'")
