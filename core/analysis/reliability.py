@@ -27,7 +27,7 @@ from core.decoding.drafters import PromptLookupDrafter
 from core.decoding.engine import generate
 from core.models.layer_routes import LayerRoute, resolve_route
 from core.models.loading import ModelBundle
-from core.models.prompting import encode_prompt, stop_token_ids
+from core.models.prompting import encode_prompt, stop_token_ids, template_positions
 from core.models.routed_layers import routed
 from core.vocabulary import SIGNALS
 
@@ -108,8 +108,8 @@ def _signals(choice: np.ndarray, confidence: dict[str, np.ndarray], full_choice:
 
 
 def _prompt_lookup_signals(sequence: list[int], first: int, ngram_size: int,
-                           full_choice: np.ndarray) -> ModelSignals:
-    drafter = PromptLookupDrafter(ngram_size)
+                           full_choice: np.ndarray, template: tuple[range, ...] = ()) -> ModelSignals:
+    drafter = PromptLookupDrafter(ngram_size, template=template)  # as the engine's: never copies the template
     choice, stat, drafted = [], [], []
     for k in range(first, len(sequence)):
         draft = drafter.propose(sequence[:k], 1)
@@ -138,7 +138,8 @@ def measure(bundle: ModelBundle, prompt: str, config: DecodeConfig, output_ids: 
     slim = _signals(*signals_from_logits(slim_logits), full_choice)
     costs = {"slim": cost.call_cost(model, slim_route), "full": 1.0}
     if config.drafter == "ngram":
-        drafter = _prompt_lookup_signals(sequence, first, config.ngram_size, full_choice)
+        template = template_positions(verifier.tokenizer, prompt_ids, config.chat_template)
+        drafter = _prompt_lookup_signals(sequence, first, config.ngram_size, full_choice, template)
         name, costs["drafter"] = f"prompt lookup (n <= {config.ngram_size})", 0.0
     else:
         if config.drafter == "model" and bundle.drafter is not None:
