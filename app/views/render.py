@@ -158,8 +158,8 @@ def tokens_html(trace: Trace | None, current_round: int | None = None, placehold
             f'data-pending="{len(stale)}" data-stop="{trace.stop_reason}">{"".join(spans)}</div>')
 
 
-def legend_html(trace: Trace | None = None) -> str:
-    """Legend of every outcome (colour + underline), with counts when a trace is given."""
+def legend_html(trace: Trace | None = None, elem_id: str = "viasd-legend") -> str:
+    """Legend of every outcome (colour + underline), with counts when a trace is given (`elem_id`: one per page)."""
     counts = Counter(t.outcome for t in trace.tokens) if trace is not None else Counter()
     items = []
     for outcome, (_, label, meaning) in OUTCOMES.items():
@@ -167,7 +167,8 @@ def legend_html(trace: Trace | None = None) -> str:
         count = f' <span class="count">×{counts[outcome]}</span>' if trace is not None else ""
         items.append(f'<span class="item" title="{html.escape(meaning)}"><span class="{cls} {outcome_class(outcome)}">'
                      f'{html.escape(label)}</span>{count}</span>')
-    key = ('<span class="item">underline: ··· tier 1 · - - tier 2 · ── tier 3 · ══ draft token replaced</span>')
+    key = ('<span class="item">underline: ··· tier 1 · - - tier 2 · ── tier 3 · boxed with ══: replaced a '
+           'rejected draft</span>')
     if trace is None or audits_copies(trace):
         cut = f' <span class="count">×{len(trace.rolled_back)}</span>' if trace is not None else ""
         key += (f'<span class="item" title="{html.escape(TRUST["audited"])}"><span class="tok trusted">'
@@ -176,4 +177,4 @@ def legend_html(trace: Trace | None = None) -> str:
                 'dashed box: audit pending</span></span>'
                 f'<span class="item" title="{html.escape(CUT)}"><span class="tok cut">struck through: cut by the '
                 f'audit</span>{cut}</span>')
-    return f'<div class="viasd-legend" id="viasd-legend">{"".join(items)}{key}</div>'
+    return f'<div class="viasd-legend" id="{elem_id}">{"".join(items)}{key}</div>'
