@@ -62,7 +62,7 @@ body.{PRESENTER_CLASS} .viasd-round th, body.{PRESENTER_CLASS} .viasd-round td {
   color: var(--viasd-fg, inherit);}}
 .viasd-caption ol {{margin: 0.1rem 0 0.1rem 1.4rem; padding: 0;}}
 .viasd-caption li, .viasd-caption p {{margin: 0.1rem 0; line-height: 1.3;}}
-#{CLASS_TOKENS_ID} {{font-size: var(--viasd-class-text, 1.2rem);}}
+#{CLASS_TOKENS_ID} {{font-size: var(--viasd-class-text, 1.2rem); max-height: 6.5em; overflow-y: auto;}}
 #viasd-round table {{font-size: var(--viasd-class-table, 1.05rem);}}
 #viasd-round td.rejected {{text-decoration: line-through; text-decoration-thickness: 2px;}}
 #viasd-classroom-heading, #viasd-classroom-notes {{font-size: var(--viasd-class-notes, 1.05rem);}}

@@ -1,8 +1,9 @@
 """Record the Classroom walkthroughs' traces: `python -m app.tools.record_walkthroughs [--recorded] [--only STEM]`.
 
 A walkthrough that runs live (on the visitor's models) is recorded here on the embedded model into
-tests/data/walkthroughs/<stem>.json (and <stem>.fix.json for its "Run the fix" step), with fidelity,
-so the tests check every caption and every talking point against what that model does. `--recorded` also
+tests/data/walkthroughs/<stem>.json (and <stem>.fix.json for its "Run the fix" step), with fidelity and
+priced as the Classroom prices a live run, so the tests check every caption and every talking point against
+what that model does there. `--recorded` also
 re-records the walkthroughs that ship a saved trace (`recorded_trace` in examples/traces/) on the models
 that trace names (the Qwen pair: 5-11 GB; run it on a quiet machine), every pass for real (its notes quote
 measured times), priced by the profile of that device, dtype and thread count.
@@ -23,10 +24,12 @@ from examples import HERE, expectations_for
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "walkthroughs"
 
 
-def _record(bundle: object, walk: dict, fixed: bool = False) -> Trace:
+def _record(bundle: object, walk: dict, fixed: bool = False, measured: bool = False) -> Trace:
+    """One walkthrough run with fidelity. Live walkthroughs are priced as the Classroom prices them (the default
+    profile); a saved trace (`measured`) runs every pass for real, priced by this device's measured profile."""
     config = walkthroughs.walkthrough_config(walk, fixed=fixed)
-    profile = CostModel.for_model(bundle.verifier.model).profile
-    trace = generate(bundle, walk["prompt"], config, replay=False, profile=profile)
+    profile = CostModel.for_model(bundle.verifier.model).profile if measured else None
+    trace = generate(bundle, walk["prompt"], config, replay=not measured, profile=profile)
     attach_fidelity(bundle, trace, expectations=expectations_for(walk["prompt"]))
     return trace
 
@@ -61,7 +64,7 @@ def main(argv: list[str] | None = None) -> None:
         old = walkthroughs.recorded_trace(walk)
         bundle = load_bundle(old.models["verifier"], drafter=old.models.get("drafter") if walk["config"].get(
             "drafter") in ("model", "hybrid") else None, dtype=old.models.get("dtype"))
-        trace = _record(bundle, walk)
+        trace = _record(bundle, walk, measured=True)
         (walkthroughs.TRACES / walk["recorded_trace"]).write_text(trace.to_json())
         print(_summary(path.stem, trace), flush=True)
 

@@ -37,7 +37,7 @@ CSS = """
   box-shadow: inset 0 0 0 2px var(--viasd-fg);}  /* a box as well as a colour: replaced, in both schemes */
 .viasd-tokens .tok.special {font-size: 0.75rem; padding: 0 4px; border: 1px solid var(--viasd-border);
   border-radius: 4px; vertical-align: middle; white-space: nowrap;}
-.viasd-tokens .tok.current {outline: 2px solid var(--viasd-outline); outline-offset: 1px;}
+.viasd-tokens .tok.current {font-weight: 700;}  /* bold, not boxed: a box means "replaced" */
 .viasd-tokens .tok.faded {opacity: 0.35;}
 .viasd-tokens .pending {text-decoration: line-through; text-decoration-thickness: 1px;
   border-bottom: 1px dotted var(--viasd-border); opacity: 1; color: var(--viasd-muted);}
