@@ -31,7 +31,7 @@ EMPTY = classroom.EMPTY
 
 CSS = f"""
 body.{PRESENTER_CLASS} {{--viasd-class-caption: 21px; --viasd-class-caption-dense: 20px; --viasd-class-text: 23px;
-  --viasd-class-table: 17px; --viasd-cell-pad: 0 6px;
+  --viasd-class-table: 17px; --viasd-cell-pad: 0 6px; --viasd-class-box: 3.2em;
   --viasd-class-notes: 20px; --viasd-class-button: 19px; --layout-gap: 6px;}}
 #viasd-presenter-keys {{display: none;}}
 body.{PRESENTER_CLASS} #viasd-class-options {{gap: 2px; justify-content: center;}}
@@ -49,7 +49,7 @@ body.{PRESENTER_CLASS} #viasd-walk-pick, body.{PRESENTER_CLASS} #viasd-round-sli
 body.{PRESENTER_CLASS} #viasd-class-options {{padding: 2px 8px;}}
 body.{PRESENTER_CLASS} #viasd-round-slider .min_value, body.{PRESENTER_CLASS} #viasd-round-slider .max_value
   {{display: none;}}
-body.{PRESENTER_CLASS} #{CLASS_TOKENS_ID} {{max-height: 3.2em; overflow-y: auto; line-height: 1.55; min-height: 0;
+body.{PRESENTER_CLASS} #{CLASS_TOKENS_ID} {{line-height: 1.55; min-height: 0;
   padding-top: 0.1rem; padding-bottom: 0.1rem;}}
 body.{PRESENTER_CLASS} #viasd-caption .viasd-caption.dense {{font-size: var(--viasd-class-caption-dense);}}
 body.{PRESENTER_CLASS} #viasd-round table, body.{PRESENTER_CLASS} .viasd-caption {{margin: 0;}}
@@ -62,7 +62,8 @@ body.{PRESENTER_CLASS} .viasd-round th, body.{PRESENTER_CLASS} .viasd-round td {
   color: var(--viasd-fg, inherit);}}
 .viasd-caption ol {{margin: 0.1rem 0 0.1rem 1.4rem; padding: 0;}}
 .viasd-caption li, .viasd-caption p {{margin: 0.1rem 0; line-height: 1.3;}}
-#{CLASS_TOKENS_ID} {{font-size: var(--viasd-class-text, 1.2rem); max-height: 6.5em; overflow-y: auto;}}
+#{CLASS_TOKENS_ID} {{font-size: var(--viasd-class-text, 1.2rem); max-height: var(--viasd-class-box, 6.5em);
+  overflow-y: auto;}}
 #viasd-round table {{font-size: var(--viasd-class-table, 1.05rem);}}
 #viasd-round td.rejected {{text-decoration: line-through; text-decoration-thickness: 2px;}}
 #viasd-classroom-heading, #viasd-classroom-notes {{font-size: var(--viasd-class-notes, 1.05rem);}}
