@@ -82,6 +82,8 @@ class RoundRecord:
     rolled_back: int = 0  # earlier tokens this round's audit cut from the output (copy_evidence "audit")
     calls: list[CallRecord] = field(default_factory=list)
     wall_s: float = 0.0
+    draft_texts: list[str] = field(default_factory=list)  # each draft token as text, so a saved trace spells its
+    # drafts (those never kept too) without the model's tokenizer; empty in traces recorded before it was kept
 
     @property
     def drafted(self) -> int:

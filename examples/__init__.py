@@ -56,6 +56,11 @@ def expectations_for(text: str) -> Expectations | None:
     return next((p.expectations for p in _all_prompts() if p.text == text), None)
 
 
+def walkthrough_files() -> list[Path]:
+    """The walkthrough files, in the order the Classroom lists them (by file name)."""
+    return sorted((HERE / "walkthroughs").glob("*.json"))
+
+
 def load_walkthroughs() -> list[dict]:
     """Ready classroom walkthroughs: a prompt, settings and the points to make aloud."""
-    return [json.loads(p.read_text()) for p in sorted((HERE / "walkthroughs").glob("*.json"))]
+    return [json.loads(p.read_text()) for p in walkthrough_files()]

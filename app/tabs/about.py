@@ -1,17 +1,26 @@
-"""Tab 4, About: one round drawn for students, then measured versus modelled numbers, metric definitions, limits.
+"""Tab 4, About: the rule as the engine runs it, the words on screen with worked examples, one round's costs,
+the slim verifier's layers, when tier 2 pays, then measured versus modelled numbers, metric definitions, limits.
 
-The drawing is inline SVG whose lines and words use `currentColor` (the page's text colour), so it
-reads in light and dark mode; the tier boxes are translucent tints of the token colours, each also
-named in words (colour is never the only cue).
+The pictures are inline SVG (app.views.drawings) that follow the page's text colour in light and dark
+mode. The round, the layers and the pay-off numbers are read from the recorded Qwen-pair run the
+Classroom replays (its trace's calls and route), so they are this machine's, and say so.
 """
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import gradio as gr
 
 import core.analysis.metrics as core_metrics
-from app.views import words
+from app.views import drawings, walkthroughs, words
+from app.views.lesson_facts import lesson_facts
+from app.views.walkthroughs import profile_name
+from core.errors import ConfigError, RoutingError
 from core.limits import MAX_GAMMA, MAX_NEW_TOKENS, MAX_PROMPT_CHARS
+from core.models.layer_routes import resolve_route
+from core.trace import Trace
+from examples import load_walkthroughs
 
 SHOWN_METRICS = ("words_differing", "full_agreement", "identical_to_full", "modelled_speedup", "rejection_rate",
                  "accepted", "rounds", "tokens_per_round", "full_calls_per_token", "rolled_back", "full_nll",
@@ -22,58 +31,47 @@ METRIC_TABLE = "| number | what it means |\n|---|---|\n" + "\n".join(
 """One row per number, in the same plain words as the cards' labels and tooltips (app.views.words)."""
 
 
-def _box(x: int, y: int, w: int, h: int, lines: list[str], tint: str = "none", bold: bool = False) -> str:
-    fill = f'fill="{tint}" fill-opacity="0.22"' if tint != "none" else 'fill="none"'
-    text = "".join(f'<tspan x="{x + w // 2}" dy="{0 if i == 0 else 19}">{line}</tspan>' for i, line in enumerate(lines))
-    top = y + h // 2 - 9 * (len(lines) - 1) + 5
-    weight = ' font-weight="700"' if bold else ""
-    stroke = tint if tint != "none" else "currentColor"
-    return (f'<rect x="{x}" y="{y}" width="{w}" height="{h}" rx="10" {fill} stroke="{stroke}" stroke-width="2.5"/>'
-            f'<text x="{x + w // 2}" y="{top}" text-anchor="middle"{weight}>{text}</text>')
-
-
-def _arrow(x1: int, y1: int, x2: int, y2: int, label: str = "", dx: int = 6, dy: int = -6) -> str:
-    words = (f'<text x="{(x1 + x2) // 2 + dx}" y="{(y1 + y2) // 2 + dy}" font-size="14" font-style="italic">{label}'
-             "</text>") if label else ""
-    return (f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="currentColor" stroke-width="2" '
-            f'marker-end="url(#viasd-arrow)"/>{words}')
-
-
-ROUND_DRAWING = (
-    '<figure id="viasd-round-drawing" style="margin:0; color: inherit;">'
-    '<svg viewBox="0 0 945 330" width="100%" style="max-width: 945px; font-family: ui-sans-serif, system-ui, '
-    'sans-serif; font-size: 16px;" fill="currentColor" role="img" '
-    'aria-label="One round: the drafter guesses words; each guess goes to tier 1, tier 2 or tier 3; the kept words '
-    'join the output">'
-    '<defs><marker id="viasd-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
-    'orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="currentColor"/></marker></defs>'
-    + _box(10, 125, 170, 70, ["1. Drafter", "guesses γ words"], bold=True)
-    + _arrow(180, 160, 248, 160)
-    + _box(250, 115, 170, 90, ["2. Each guess:", "how sure is", "the drafter?"])
-    + _arrow(420, 140, 520, 55, "very sure", -66, -4)
-    + _arrow(420, 160, 520, 165, "not quite", -20, -8)
-    + _arrow(420, 180, 520, 275, "unsure", -58, 20)
-    + _box(522, 15, 275, 78, ["Tier 1 · trust it", "kept, nobody checks (free)"], tint="#009E73", bold=True)
-    + _box(522, 125, 275, 78, ["Tier 2 · slim verifier", "part of the big model checks"], tint="#56B4E9", bold=True)
-    + _box(522, 235, 275, 78, ["Tier 3 · full verifier", "the whole model checks"], tint="#E69F00", bold=True)
-    + _arrow(797, 54, 833, 140) + _arrow(797, 164, 831, 164) + _arrow(797, 274, 833, 188)
-    + _box(833, 125, 105, 78, ["3. Output", "text"], bold=True)
-    + '</svg><figcaption style="font-size: 1rem;">One round. A rejected guess is replaced by the checker\'s own word '
-    'and ends the round; the rest of that round\'s guesses are thrown away. If the slim verifier is not sure '
-    'either, the guess goes on to the full model. Once the full model has run in a round, it decides the round\'s '
-    'remaining guesses too, at no extra cost.</figcaption></figure>'
-)
-
 STUDENT_INTRO = """
 ## How one round works
 
 A big language model writes one word-piece (a *token*) per pass, and every pass reads all of its weights:
 that is slow. **Speculative decoding** lets a cheap *drafter* guess a few tokens ahead (γ of them), and the big
-model checks all the guesses in one pass. **VIA-SD** adds two shortcuts: when the drafter is very sure, its guess is
-kept without any check (tier 1); when it is less sure, a *slim verifier* — the same big model with some of its
-layers skipped — checks it (tier 2); only the hard cases go to the full model (tier 3). Two dials decide the split:
-**τ_accept** (how sure the drafter must be to skip checking) and **τ_slim** (how sure the slim verifier must be to
-decide). Setting a dial to 1.0 switches its tier off.
+model checks all the guesses in one pass. **VIA-SD** adds two shortcuts, decided for each guess in turn: when the
+drafter is sure enough (**τ_accept**), its guess is kept without any check (tier 1); otherwise a *slim verifier*
+(the same big model with some of its layers skipped) looks, and where *it* is sure enough of its own top choice
+(**τ_slim**) it decides (tier 2); only the rest go to the full model (tier 3). Setting a dial to 1.0 switches its
+tier off.
+"""
+
+WORDS = """
+## The words on screen, each with a worked example
+
+**How sure** a model is of a word is the probability it gives that word. For the drafter, that is the word it
+drafted: if it gives “blue” 0.62, “clear” 0.25 and everything else 0.13, it is 0.62 sure of “blue”, below τ_accept
+0.7, so tier 1 does not keep it. For the slim verifier (and the full model), it is the probability of *its own top
+choice*, whatever was drafted: if it gives “clear” 0.72 and “blue” 0.20, it is 0.72 sure, at least τ_slim 0.5, so
+it decides: its top choice is not “blue”, so it **replaces** “blue” with “clear” and the round ends. That is why
+tier 2 can accept *or* replace: being sure is about its own choice.
+
+**Prompt lookup's confidence** is a count in the text, not a model's belief. After “my cat sat; your cat ran; the
+cat” it looks for the last words earlier in the text: “the cat” never occurred before, “cat” did, twice. It copies
+what followed the latest one, “ran”, with confidence 1/3 (a one-word match, out of the three words it tries to
+match) × 1/2 (one of the two earlier “cat”s was followed by “ran”) = 0.17; the next copied word “;” followed both,
+so it scores 1/3 × 2/2 = 0.33. A three-word match that always continued the same way scores 1.
+
+**Free extra word.** When every draft of a round is kept and the full model ran, its one pass has also predicted
+the word after the last draft: that word is written too, for nothing. Four drafts kept → five words for one pass.
+
+**Kept on trust.** With prompt lookup under the setting *copies kept on trust, audited*, a confident copy (“the sky
+iz” copied from a prompt that says “the sky iz blue”) is kept at once, before any model has checked it. On screen
+it has a line above it (a dashed box while its check is pending).
+
+**Audit.** The full model must read every kept word anyway before it can write the next one (its memory of the
+text catches up), so that pass also checks the words kept on trust, at no extra pass: that check is the audit.
+
+**Cut by the audit.** At the first copy the audit refuses (“iz”: the full model would write “is”), the text is cut
+back there: the refused copy and every word written after it are removed (shown struck through in the round that
+cut them), and the full model's own word is written in its place. So the answer stays the full model's own.
 """
 
 NUMBERS = f"""
@@ -81,8 +79,8 @@ NUMBERS = f"""
 
 **Modelled (blue, "modelled" in every label): what a GPU would gain.** On a GPU, one pass costs about the same
 whether it checks one token or eight, because the time goes into reading the weights. So we *count* the work: each
-pass costs the share of the full model's weights it reads (a slim pass that skips a quarter of the layers costs
-about 0.75; a full pass 1). Plain decoding costs exactly 1 per token, and *modelled speed-up* = tokens ÷ cost.
+pass costs the share of the full model's weights it reads (a slim pass reads fewer layers than the full model's
+one pass). Plain decoding costs exactly 1 per token, and *modelled speed-up* = tokens ÷ cost.
 This is arithmetic on a model of the hardware, not a stopwatch.
 
 **Measured (orange, "measured"): seconds on this machine.** A real stopwatch, on this server's CPU. A CPU checks
@@ -128,12 +126,81 @@ definitions, as the code states them" below).
 """
 
 
+def _recorded() -> Trace | None:
+    """The recorded run of the real pair that the Classroom replays (the About tab draws its round and route)."""
+    walk = next((w for w in load_walkthroughs() if w.get("recorded_trace")), None)
+    try:
+        return walkthroughs.recorded_trace(walk) if walk else None
+    except ConfigError:
+        return None
+
+
+def _timeline_round(trace: Trace) -> int:
+    """The first round that ran all three (drafter, slim verifier, full model) and read no prompt: a typical round."""
+    return next((r.index for r in trace.rounds if {"drafter", "slim", "full"} <= set(r.models_run)
+                 and not any(c.prefill for c in r.calls)), 0)
+
+
+def recorded_sections(trace: Trace | None) -> tuple[str, str, str]:
+    """(timeline HTML, layer-stack HTML, pay-off Markdown) from the recorded pair run; placeholders without it."""
+    if trace is None or not trace.rounds:
+        missing = "The recorded run of the Qwen pair is not installed here (examples/traces/)."
+        return f"<p>{missing}</p>", "", missing
+    index = _timeline_round(trace)
+    timeline = drawings.round_timeline_svg(trace, index)
+    shape = SimpleNamespace(num_hidden_layers=int(trace.models.get("num_layers", 0)), model_type="", layer_types=None)
+    try:
+        route = resolve_route(trace.config.slim_route, shape)
+        layers = drawings.layer_stack_svg(route, f"The slim verifier of the recorded run: {route.describe()}")
+    except RoutingError:
+        layers = f"<p>Slim verifier: {trace.models.get('slim_route', '?')}</p>"
+    return timeline, layers, payoff(trace)
+
+
+def payoff(trace: Trace) -> str:
+    """The tier-2 pay-off rule with the recorded run's numbers: slim passes that decide against a slim pass's cost."""
+    facts = lesson_facts(trace)
+    needed = ("slim_passes", "slim_decided", "slim_decided_share", "slim_cost_share")
+    if not all(k in facts for k in needed):
+        return "The recorded run ran no slim pass past its first, so it cannot show the pay-off rule."
+    decided, share = int(facts["slim_decided"]) / int(facts["slim_passes"]), float(facts["slim_cost_share"])
+    verdict = ("so here tier 2 pays" if decided > share else
+               "so here tier 2 costs more than it saves, which is why the pair's recommended setting switches it off")
+    measured = (f" (on the stopwatch a slim pass took {facts['slim_ms']} ms against {facts['full_ms']} ms for a full "
+                f"pass: {facts['slim_wall_share']})" if "slim_wall_share" in facts else "")
+    return f"""
+## When tier 2 pays: one line
+
+Every slim pass costs *s* of a full pass. It pays back only when it **decides**: when the round then ends with no
+full pass at all. If a share *h* of slim passes decide, each slim pass saves *h* − *s* full passes on average, so
+
+**tier 2 pays when the share of slim passes that decide is larger than a slim pass's cost as a share of a full
+pass: h > s.**
+
+In the recorded run of the real pair on this machine (priced by {profile_name(trace)}), {facts['slim_passes']}
+rounds ran a slim pass and {facts['slim_decided']} of them ended without a full pass (rounds
+{facts['rounds_slim_decided']}): h = {facts['slim_decided']}/{facts['slim_passes']} = {facts['slim_decided_share']}.
+A slim pass cost s = {facts['slim_cost_share']} of a full pass (the median of each, as the run priced
+them){measured}. {decided:.0%} < {share:.0%}: {verdict} (τ_slim 1.0).
+"""
+
+
 class AboutTab:
-    """Static: the drawing of one round, how to read the numbers, metric definitions, limits and tips."""
+    """Static: the rule, the words on screen, one round's costs, the slim layers, the pay-off rule, the numbers."""
 
     def __init__(self) -> None:
+        timeline, layers, rule = recorded_sections(_recorded())
         gr.Markdown(STUDENT_INTRO, elem_id="viasd-about-intro")
-        gr.HTML(ROUND_DRAWING)
+        gr.HTML(drawings.rule_svg())
+        gr.Markdown(WORDS, elem_id="viasd-about-words")
+        gr.Markdown("## One round, drawn to its costs\n\nThe drafter guesses one word per pass; the slim verifier "
+                    "then reads all the guesses in one pass, and the full model (if it must) in one more. Each box is "
+                    "as wide as its cost, read from the recorded run.")
+        gr.HTML(timeline)
+        gr.Markdown("## The slim verifier is the full model with parts switched off\n\nSame weights, fewer of them "
+                    "run: each column is one layer, its attention block above its MLP block.")
+        gr.HTML(layers)
+        gr.Markdown(rule, elem_id="viasd-about-payoff")
         gr.Markdown(NUMBERS, elem_id="viasd-about-numbers")
         with gr.Accordion("Metric definitions, as the code states them", open=False):
             gr.Markdown(f"```\n{(core_metrics.__doc__ or '').strip()}\n```")

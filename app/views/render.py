@@ -159,8 +159,8 @@ def tokens_html(trace: Trace | None, current_round: int | None = None, placehold
             f'data-pending="{len(stale)}" data-stop="{trace.stop_reason}">{"".join(spans)}</div>')
 
 
-def legend_html(trace: Trace | None = None) -> str:
-    """Legend of every outcome (colour + underline), with counts when a trace is given."""
+def legend_html(trace: Trace | None = None, elem_id: str = "viasd-legend") -> str:
+    """Legend of every outcome (colour + underline), with counts when a trace is given (`elem_id`: one per page)."""
     counts = Counter(t.outcome for t in trace.tokens) if trace is not None else Counter()
     items = []
     for outcome, (_, label, meaning) in OUTCOMES.items():
@@ -168,8 +168,9 @@ def legend_html(trace: Trace | None = None) -> str:
         count = f' <span class="count">×{counts[outcome]}</span>' if trace is not None else ""
         items.append(f'<span class="item" title="{html.escape(meaning)}"><span class="{cls} {outcome_class(outcome)}">'
                      f'{html.escape(label)}</span>{count}</span>')
-    key = ('<span class="item">underline: ··· tier 1 · - - tier 2 · ── tier 3 · ══ draft token replaced</span>')
-    if trace is None or trace.policy.audits or any(t.audit != Audit.NONE for t in [*trace.tokens, *trace.rolled_back]):
+    key = ('<span class="item">underline: ··· tier 1 · - - tier 2 · ── tier 3 · boxed with ══: replaced a '
+           'rejected draft</span>')
+    if trace is None or keeps_on_trust(trace):
         standing, cut, _ = audit_counts(trace) if trace is not None else (0, 0, 0)
         count = (lambda n: f' <span class="count">×{n}</span>') if trace is not None else (lambda n: "")
         kind = "copy or draft" if trace is None else _trusted_kind(trace)
@@ -179,7 +180,13 @@ def legend_html(trace: Trace | None = None) -> str:
                 'dashed box: audit pending</span></span>'
                 f'<span class="item" title="{html.escape(CUT)}"><span class="tok cut">struck through: cut by the '
                 f'audit</span>{count(cut)}</span>')
-    return f'<div class="viasd-legend" id="viasd-legend">{"".join(items)}{key}</div>'
+    return f'<div class="viasd-legend" id="{elem_id}">{"".join(items)}{key}</div>'
+
+
+def keeps_on_trust(trace: Trace) -> bool:
+    """Whether this run kept tokens on trust for the full model to audit: its stamped policy could, or its records
+    show a token that was (never the settings)."""
+    return trace.policy.audits or any(t.audit != Audit.NONE for t in [*trace.tokens, *trace.rolled_back])
 
 
 def _trusted_kind(trace: Trace) -> str:

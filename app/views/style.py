@@ -6,6 +6,9 @@ line, so a streaming status never pushes the sliders down; a help text under a s
 the label's whole row before the number box shares it, so it never wraps one word per line; and the
 charts repaint in dark mode with the dark plotly template's colours (app.views.chart_style).
 
+Bold text uses the theme font's complete bold face: the semi-bold face Gradio ships (and the default theme
+declares for weight 600) is a small subset without most capitals, so a bold "A" fell back to another font.
+
 Colours come from a few variables set for light mode and again under `.dark`, the class Gradio puts
 on <body> both for `?__theme=dark` and when the browser prefers a dark scheme. Token colours are
 tints (25 % alpha) of the Okabe-Ito palette over the page background, so the text colour carries
@@ -15,6 +18,10 @@ the contrast in both schemes, and every colour is paired with an underline style
 from app.views.chart_style import dark_css
 
 CSS = """
+@font-face {font-family: 'Source Sans Pro'; font-weight: 600; font-style: normal;
+  src: url('static/fonts/SourceSansPro/SourceSansPro-Bold.woff2') format('woff2');}
+@font-face {font-family: 'Source Sans Pro'; font-weight: 700; font-style: normal;
+  src: url('static/fonts/SourceSansPro/SourceSansPro-Bold.woff2') format('woff2');}
 :root {--viasd-fg: #111111; --viasd-bg: #ffffff; --viasd-muted: #474747; --viasd-border: #c4c4c4;
   --viasd-panel: #f6f6f6; --viasd-outline: #111111;}
 .dark {--viasd-fg: #f2f2f2; --viasd-bg: #16161a; --viasd-muted: #c9c9c9; --viasd-border: #5a5a5a;
@@ -26,10 +33,11 @@ CSS = """
   min-height: 4rem; font-family: ui-sans-serif, system-ui, sans-serif;}
 #viasd-tokens {max-height: 19rem; overflow-y: auto;}
 .viasd-tokens .tok {border-bottom-width: 3px; padding: 0 1px; border-radius: 2px; cursor: help;}
-.viasd-tokens .tok.replaced {border-bottom-width: 5px;}
+.viasd-tokens .tok.replaced, .viasd-round .tok.replaced {border-bottom-width: 5px;
+  box-shadow: inset 0 0 0 2px var(--viasd-fg);}  /* a box as well as a colour: replaced, in both schemes */
 .viasd-tokens .tok.special {font-size: 0.75rem; padding: 0 4px; border: 1px solid var(--viasd-border);
   border-radius: 4px; vertical-align: middle; white-space: nowrap;}
-.viasd-tokens .tok.current {outline: 2px solid var(--viasd-outline); outline-offset: 1px;}
+.viasd-tokens .tok.current {font-weight: 700;}  /* bold, not boxed: a box means "replaced" */
 .viasd-tokens .tok.faded {opacity: 0.35;}
 .viasd-tokens .pending {text-decoration: line-through; text-decoration-thickness: 1px;
   border-bottom: 1px dotted var(--viasd-border); opacity: 1; color: var(--viasd-muted);}
@@ -50,7 +58,7 @@ CSS = """
   background: var(--viasd-panel); padding: 0.35rem 0.7rem; border-radius: 8px; border: 1px solid var(--viasd-border);}
 .viasd-legend .item {display: inline-flex; align-items: center; gap: 0.3rem;}
 .viasd-legend .tok {border-bottom-width: 3px; padding: 0 4px; font-weight: 600;}
-.viasd-legend .tok.replaced {border-bottom-width: 5px;}
+.viasd-legend .tok.replaced {border-bottom-width: 5px; box-shadow: inset 0 0 0 2px var(--viasd-fg);}
 .viasd-legend .count, .viasd-cards .note {color: var(--viasd-muted); font-size: 0.9rem;}
 .viasd-headline {display: grid; grid-template-columns: repeat(3, 1fr); gap: 0.4rem;}
 .viasd-headline .stat {border-radius: 8px; border: 2px solid var(--viasd-border); background: var(--viasd-bg);
@@ -73,8 +81,10 @@ CSS = """
 .viasd-card td {padding: 0.1rem 0.2rem;}
 .viasd-card td.v {text-align: right; font-variant-numeric: tabular-nums; font-weight: 600;}
 .viasd-round table {border-collapse: collapse; font-size: 1.1rem; background: var(--viasd-bg);}
-.viasd-round th, .viasd-round td {border: 1px solid var(--viasd-border); padding: 0.3rem 0.6rem; text-align: left;}
+.viasd-round th, .viasd-round td {border: 1px solid var(--viasd-border); padding: var(--viasd-cell-pad, 0.3rem 0.6rem);
+  text-align: left;}
 .viasd-round td.tokcell {font-family: ui-monospace, monospace; white-space: pre;}
+.viasd-round .tok {border-bottom-width: 3px; padding: 0 2px; border-radius: 2px;}
 .min_value, .max_value, .label-wrap .icon {color: var(--viasd-muted) !important;}
 button[role=tab].selected {color: #1d4ed8;}
 .dark button[role=tab].selected, .dark #viasd-files .download-link, .dark .prose a {color: #93c5fd;}

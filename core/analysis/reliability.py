@@ -29,7 +29,7 @@ from core.decoding.drafters import COPY_FLOOR, PromptLookupDrafter
 from core.decoding.engine import generate
 from core.models.layer_routes import LayerRoute, resolve_route
 from core.models.loading import ModelBundle
-from core.models.prompting import encode_prompt, stop_token_ids
+from core.models.prompting import encode_prompt, stop_token_ids, template_positions
 from core.models.routed_layers import routed
 from core.round_policy import switched_off
 from core.vocabulary import SIGNALS, DraftKind
@@ -135,10 +135,12 @@ def _prompt_lookup_signals(sequence: list[int], first: int, drafter: PromptLooku
 
 
 def _drafter_signals(bundle: ModelBundle, config: DecodeConfig, sequence: list[int], first: int,
-                     full_choice: np.ndarray, cost: CostModel) -> tuple[ModelSignals, str, float]:
-    """(the drafter's signals, its name, its modelled cost per call) for the run's kind of drafter."""
+                     full_choice: np.ndarray, cost: CostModel, template: tuple[range, ...] = ()
+                     ) -> tuple[ModelSignals, str, float]:
+    """(the drafter's signals, its name, its modelled cost per call) for the run's kind of drafter; prompt lookup
+    masks the chat template's positions (`template`), as the engine's does."""
     model, drafts = bundle.verifier.model, config.policy.drafts
-    lookup = PromptLookupDrafter(config.ngram_size, config.draft_stop_below)
+    lookup = PromptLookupDrafter(config.ngram_size, config.draft_stop_below, template)
     if drafts is DraftKind.COPY:
         return _prompt_lookup_signals(sequence, first, lookup, full_choice), lookup.describe(), 0.0
     if config.drafter != "self" and bundle.drafter is not None:  # a separate model drafts (alone or in a hybrid)
@@ -151,7 +153,7 @@ def _drafter_signals(bundle: ModelBundle, config: DecodeConfig, sequence: list[i
                        full_choice)
     if drafts is not DraftKind.HYBRID:
         return drafted, name, unit
-    plain_lookup = PromptLookupDrafter(config.ngram_size)  # the engine's hybrid copies with no stop floor
+    plain_lookup = PromptLookupDrafter(config.ngram_size, template=template)  # hybrid copies: no stop floor
     copies = _prompt_lookup_signals(sequence, first, plain_lookup, full_choice)
     confident = copies.drafted & (copies.confidence["prob"] >= COPY_FLOOR)  # one token a round: one copied suffices
     return copies.where(confident, drafted), f"{plain_lookup.describe()} or {name}", unit
@@ -174,7 +176,8 @@ def measure(bundle: ModelBundle, prompt: str, config: DecodeConfig, output_ids: 
     slim_logits = teacher_forced_logits(model, sequence, first, slim_route)
     slim = _signals(*signals_from_logits(slim_logits), full_choice)
     costs = {"slim": cost.call_cost(model, slim_route), "full": 1.0}
-    drafter, name, costs["drafter"] = _drafter_signals(bundle, config, sequence, first, full_choice, cost)
+    template = template_positions(verifier.tokenizer, prompt_ids, config.chat_template)
+    drafter, name, costs["drafter"] = _drafter_signals(bundle, config, sequence, first, full_choice, cost, template)
     stop = np.isin(drafter.choice, sorted(stop_token_ids(model, verifier.tokenizer)))
     return ReliabilityData(drafter=drafter, slim=slim, full_choice=full_choice, stop=stop, drafter_name=name,
                            slim_route=slim_route.describe(), costs=costs,

@@ -105,28 +105,41 @@ class PromptLookupDrafter:
     continued the same way scores 1; a one-token match seen once with a different follow-up scores low.
     `stop_below` > 0 cuts the copy at its first token scoring below it (BiLD's fallback, as for model
     drafters): a verifier pass costs more per token it scores, and an unlikely copy is not worth scoring.
+    `template`: prompt positions of the chat template (role markers, a system text; `prompting.template_positions`):
+    the user's text and the answer are what a copy may come from, so those positions are never matched or copied.
     """
 
     scorer = None
 
-    def __init__(self, ngram_size: int = 3, stop_below: float = 0.0) -> None:
+    def __init__(self, ngram_size: int = 3, stop_below: float = 0.0, template: tuple[range, ...] = ()) -> None:
         self.ngram_size = ngram_size
         self.stop_below = stop_below
+        self.template = template
 
     def describe(self) -> str:
         return f"prompt lookup (n <= {self.ngram_size})"
 
     def propose(self, tokens: list[int], gamma: int) -> Draft:
-        for n in range(min(self.ngram_size, len(tokens) - 1), 0, -1):
-            pattern = tokens[-n:]
-            starts = [i for i in range(len(tokens) - n) if tokens[i:i + n] == pattern]
-            if not starts:
+        text: list[int | None] = list(tokens)
+        for hidden in self.template:  # the template's positions match nothing and are never copied
+            for i in hidden:
+                if i < len(text):
+                    text[i] = None
+        for n in range(min(self.ngram_size, len(text) - 1), 0, -1):
+            pattern = text[-n:]
+            if None in pattern:
                 continue
-            follow = starts[-1] + n
-            copied = tokens[follow:follow + gamma]
+            starts = [i for i in range(len(text) - n) if text[i:i + n] == pattern]
+            usable = [i for i in starts if text[i + n] is not None]
+            if not usable:
+                continue
+            follow = usable[-1] + n
+            copied = text[follow:follow + gamma]
+            if None in copied:
+                copied = copied[:copied.index(None)]
             confidences = []
             for k, token in enumerate(copied):
-                seen = [tokens[s + n + k] for s in starts if s + n + k < len(tokens)]
+                seen = [text[s + n + k] for s in starts if s + n + k < len(text)]
                 agree = sum(t == token for t in seen) / len(seen)
                 if agree * n / self.ngram_size < self.stop_below:
                     break

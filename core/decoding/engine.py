@@ -57,7 +57,7 @@ from core.decoding.verifier_pass import VerifierPass
 from core.errors import ConfigError
 from core.models.layer_routes import resolve_route
 from core.models.loading import ModelBundle
-from core.models.prompting import encode_prompt, stop_token_ids
+from core.models.prompting import encode_prompt, stop_token_ids, template_positions
 from core.round_policy import RoundPolicy
 from core.trace import CallRecord, RoundRecord, TierInputs, TokenRecord, Trace
 from core.vocabulary import CopyEvidence, DraftKind, Outcome, Reason, Tier, TierDecision, Why
@@ -69,8 +69,9 @@ class _Decoder:
     """The state of one run: the three scorers, the drafter, the rule, the policy, the adaptive state, the prices."""
 
     def __init__(self, bundle: ModelBundle, config: DecodeConfig, replay: bool, prompt_tokens: int = 0,
-                 profile: CostProfile | str | None = None) -> None:
+                 profile: CostProfile | str | None = None, template: tuple[range, ...] = ()) -> None:
         self.config, self.replay, self.prompt_tokens = config.validate(), replay, prompt_tokens
+        self.template = template  # the prompt's chat-template positions: prompt lookup never copies them
         verifier = bundle.verifier
         self.memo = bundle.memo
         self.cost = CostModel(verifier.model, profile)
@@ -222,8 +223,10 @@ def _make_drafter(decoder: _Decoder, bundle: ModelBundle) -> Drafter | None:
     """The run's drafter, of the policy's kind: none (plain), prompt lookup, a model (a separate one, or the
     verifier under a layer route), or a hybrid of prompt lookup and the separate model."""
     c, drafts = decoder.config, decoder.policy.drafts
-    if drafts is DraftKind.NONE or drafts is DraftKind.COPY:
-        return PromptLookupDrafter(c.ngram_size, c.draft_stop_below) if drafts is DraftKind.COPY else None
+    if drafts is DraftKind.NONE:
+        return None
+    if drafts is DraftKind.COPY:
+        return PromptLookupDrafter(c.ngram_size, c.draft_stop_below, decoder.template)
     separate = c.drafter != "self"
     if separate and bundle.drafter is None:
         raise ConfigError(f"drafter '{c.drafter}' needs a separate drafter model: load one with the bundle")
@@ -233,7 +236,9 @@ def _make_drafter(decoder: _Decoder, bundle: ModelBundle) -> Drafter | None:
     drafter = ModelDrafter(scorer, decoder.sampler, c.draft_signal, decoder.stop_ids,
                            bundle.drafter.label if separate else f"self ({scorer.route.describe()})",
                            c.draft_stop_below, vocab_size=int(head.weight.shape[0]) if head is not None else None)
-    return HybridDrafter(PromptLookupDrafter(c.ngram_size), drafter) if drafts is DraftKind.HYBRID else drafter
+    if drafts is DraftKind.HYBRID:
+        return HybridDrafter(PromptLookupDrafter(c.ngram_size, template=decoder.template), drafter)
+    return drafter
 
 
 def models_info(decoder: _Decoder, bundle: ModelBundle) -> dict:
@@ -260,7 +265,8 @@ def iter_generate(bundle: ModelBundle, prompt: str, config: DecodeConfig, *, rep
     `profile` (a name in core/profiles, a CostProfile; None: the modelled accelerator).
     """
     prompt_ids = encode_prompt(bundle.verifier.tokenizer, prompt, config.chat_template)
-    decoder = _Decoder(bundle, config, replay, len(prompt_ids), profile)
+    template = template_positions(bundle.verifier.tokenizer, prompt_ids, config.chat_template)
+    decoder = _Decoder(bundle, config, replay, len(prompt_ids), profile, template)
     trace = Trace(prompt=prompt, prompt_token_count=len(prompt_ids), config=decoder.config, policy=decoder.policy,
                   models=models_info(decoder, bundle), cost_profile=decoder.cost.profile.name,
                   cost_label=decoder.cost.label, prefill_units=decoder.cost.plain_cost(len(prompt_ids), 1))

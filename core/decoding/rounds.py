@@ -49,6 +49,7 @@ class Output:
 
     def apply(self, result: RoundResult) -> None:
         """Write one round's result into the trace (see the module docstring for the order)."""
+        result.record.draft_texts = self.text.spell(result.record.draft_tokens)
         for record in result.tokens:
             self._append(record)
         for record in result.trusted:
@@ -86,6 +87,16 @@ class _TextPieces:
         self.text = self.tokenizer.decode(self.ids, skip_special_tokens=False) if self.ids else ""
         if self.text.endswith("\ufffd"):
             self.text = self.text.rstrip("\ufffd")
+
+    def spell(self, draft: list[int]) -> list[str]:
+        """Each token of a draft that continues the text, as text (a draft is spelled before any of it is kept)."""
+        context = self.ids[-4:]
+        before, pieces = self.tokenizer.decode(context, skip_special_tokens=False) if context else "", []
+        for k in range(len(draft)):
+            text = self.tokenizer.decode(context + draft[:k + 1], skip_special_tokens=False).rstrip("\ufffd")
+            pieces.append(text[len(before):])
+            before = max(before, text, key=len)
+        return pieces
 
     def add(self, token_id: int) -> str:
         self.ids.append(token_id)

@@ -140,7 +140,8 @@ def test_walkthrough_loads_and_explains(app_client: object) -> None:
 
     out = dict(zip([n for n in OUTPUTS if n != "trace"], app_client.predict(title, False, api_name="/walkthrough"),
                    strict=True))  # a State is not sent to API callers
-    assert title in out["heading"] and "Talking points" in out["notes"] and "Ran on" in out["notes"]
+    assert title in out["heading"] and "τ_accept" in out["heading"] and "Talking points" in out["notes"]
+    assert "Why this speed" in out["notes"] and "Full model:" in out["details"]  # provenance under Details
     spans = _spans(out["tokens"])
     assert spans, "walkthrough text should be coloured"
     assert {s["round"] for s in spans} == {0}, "later rounds stay hidden until reached"
@@ -171,15 +172,15 @@ def test_an_audited_run_equals_plain_greedy_and_reports_what_the_audit_cut(app_c
 
 def test_walkthrough_fix_runs_its_fixed_config(app_client: object) -> None:
     from app.tabs.classroom import OUTPUTS
-    from core.config import LOOKUP_PRESET
     from examples import load_walkthroughs
 
     title = next(w["title"] for w in load_walkthroughs() if w.get("fixed_config"))
     out = dict(zip([n for n in OUTPUTS if n != "trace"], app_client.predict(title, False, api_name="/walkthrough_fix"),
                    strict=True))
     assert "The fix" in out["heading"] and "copies kept on trust, audited" in out["heading"]
-    assert "Measured on these two runs" in out["notes"] and f"γ {LOOKUP_PRESET.gamma}," in out["notes"]
-    assert "identical to the full model's own answer" in out["notes"].split("The fix")[1]
+    assert "The fix changes one setting: copies trusted unchecked → kept on trust, audited." in out["notes"]
+    assert "identical to the full model's own answer" in out["notes"].split("After:")[1]
+    assert "it refused" in out["notes"], "on its prompt the fix's audit cuts, and the notes say where"
     assert _spans(out["tokens"]) and "Round 1 of" in out["caption"]
 
 

@@ -43,9 +43,12 @@ def _trace(mode: str = "sd") -> Trace:
                  "tau_slim": 0.5, "gamma": 4}, models={"verifier": "tiny"}, tokens=tokens, rounds=rounds)
 
 
+VIA = captions.Tiers("via", 0.8, 0.5, slim_ran=True)
+
+
 def test_a_free_verdict_caption_reads_the_recorded_reason_not_the_confidence() -> None:
     t = _token(Reason.FREE_VERDICT, Outcome.FULL_ACCEPT, draft=0.95)
-    sentence = captions.explain_token(t, " sky", mode="via")
+    sentence = captions.explain_token(t, " sky", VIA)
     assert "already run" in sentence and "free" in sentence
     assert "0.95" not in sentence and "only" not in sentence and "below" not in sentence
 
@@ -54,22 +57,51 @@ def test_a_free_verdict_caption_reads_the_recorded_reason_not_the_confidence() -
 def test_every_recorded_reason_has_its_own_caption_and_table_label(reason: Reason) -> None:
     outcome = {Reason.DRAFT_CONFIDENT: Outcome.DIRECT_ACCEPT, Reason.SLIM_CONFIDENT: Outcome.SLIM_ACCEPT,
                Reason.BONUS: Outcome.FULL_BONUS, Reason.NO_DRAFT: Outcome.PLAIN}.get(reason, Outcome.FULL_ACCEPT)
-    sentence = captions.explain_token(_token(reason, outcome), " sky")
-    assert "reason “" not in sentence, "fell through to the generic sentence"
-    assert reason in captions.WHY
+    token = _token(reason, outcome)
+    sentence = captions.explain_token(token, " sky", VIA)
+    assert "reason “" not in sentence and "decided by tier" not in sentence, "fell through to the generic sentence"
+    assert captions.why_label(token, VIA) and captions.why_label(token, VIA) != reason.value
 
 
-def test_captions_say_what_the_verifier_rule_recorded() -> None:
+def test_captions_say_what_the_verifier_rule_recorded_and_compare_with_the_thresholds() -> None:
     corrected = _token(Reason.NOT_CONFIDENT, Outcome.FULL_CORRECT, verdict="argmax differs", draft=0.3, slim=0.2)
-    sentence = captions.explain_token(corrected, " sea")
-    assert "rejected “sea”" in sentence and "wrote “sky”" in sentence and "top choice is a different" in sentence
-    odd = _token(Reason.SLIM_CONFIDENT, Outcome.SLIM_ACCEPT, tier=2, verdict="typical: p >= 0.3", slim=0.9)
-    assert "“typical: p >= 0.3”" in captions.explain_token(odd, " sky")  # unknown verdicts are quoted, not guessed
+    sentence = captions.explain_token(corrected, " sea", VIA)
+    assert "rejected “sea”" in sentence and "wrote “sky”" in sentence and "ends here" in sentence
+    assert "(drafter 0.30 < 0.8, slim 0.20 < 0.5)" in sentence
+    assert "top choice" not in sentence  # the usual verdict is said by the sentence itself: no boilerplate bracket
+    odd = _token(Reason.SLIM_CONFIDENT, Outcome.SLIM_ACCEPT, tier=2, verdict="typical: p >= 0.3", draft=0.6, slim=0.9)
+    sentence = captions.explain_token(odd, " sky", VIA)
+    assert "“typical: p >= 0.3”" in sentence  # unknown verdicts are quoted, not guessed
+    assert "(0.60 < 0.8)" in sentence and "(0.90 ≥ 0.5)" in sentence
 
 
-def test_classic_sd_caption_says_every_guess_goes_to_the_full_model() -> None:
-    t = _token(Reason.NOT_CONFIDENT, Outcome.FULL_ACCEPT)
-    assert "Classic speculative decoding" in captions.explain_token(t, " sky", mode="sd")
+@pytest.mark.parametrize(("tiers", "said"), [
+    (captions.Tiers("sd", 1.0, 1.0, slim_ran=False), "Classic SD: tiers 1 and 2 are off"),
+    (captions.Tiers("via", 0.8, 1.0, slim_ran=False), "(0.81 ≥ 0.8)"),
+    (captions.Tiers("via", 0.9, 1.0, slim_ran=False), "tier 2 is off"),
+    (captions.Tiers("via", 0.9, 0.5, slim_ran=False), "slim pass was skipped this round"),
+    (captions.Tiers("via", 1.0, 0.5, slim_ran=True), "Tier 1 is off"),
+])
+def test_a_tier_that_was_off_is_said_to_be_off_not_unsure(tiers: captions.Tiers, said: str) -> None:
+    """Drafter 0.81: classic SD must not read "not sure enough" (tiers 1 and 2 are off, whatever the confidence)."""
+    reason = Reason.DRAFT_CONFIDENT if said.startswith("(") else Reason.NOT_CONFIDENT
+    outcome = Outcome.DIRECT_ACCEPT if reason == Reason.DRAFT_CONFIDENT else Outcome.FULL_ACCEPT
+    t = _token(reason, outcome, draft=0.81, slim=0.3 if tiers.slim_ran else None)
+    sentence, label = captions.explain_token(t, " sky", tiers), captions.why_label(t, tiers)
+    assert said in sentence
+    if reason == Reason.NOT_CONFIDENT:
+        assert "Neither" not in sentence and "neither" not in label
+        assert "off" in label or "no slim pass" in label
+
+
+def test_whitespace_and_end_markers_read_as_marks() -> None:
+    from app.views.spelling import marked, quoted, spoken, versus
+
+    assert (quoted("\n"), quoted("\n\n"), quoted("    ")) == ("“⏎”", "“⏎⏎”", "“····”")
+    assert quoted("<|im_end|>") == "the end marker" and marked("<|im_end|>") == "■ end"
+    assert quoted(" sky") == "“sky”" and marked(":\n") == ":⏎" and marked("   return") == "···return"
+    assert spoken("<|im_start|>assistant\nHi there") == "Hi there" and spoken("<|im_end|>") == ""
+    assert versus(0.43, 0.4) == "0.43 ≥ 0.4" and versus(0.699, 0.7) == "0.6990 < 0.7" and versus(None, 0.5) == "—"
 
 
 def test_round_view_numbers_rounds_from_one_and_marks_each_reason() -> None:
@@ -133,13 +165,15 @@ def test_on_gpu_is_a_no_op_without_spaces_and_uses_spaces_gpu_with_it(monkeypatc
 
 def test_about_text_has_no_accidental_numbered_list_and_the_drawing_follows_the_theme() -> None:
     from app.tabs import about
+    from app.views import drawings
 
-    for text in (about.STUDENT_INTRO, about.NUMBERS.split("```")[0], about.NUMBERS.split("```")[-1]):
+    for text in (about.STUDENT_INTRO, about.WORDS, about.NUMBERS.split("```")[0], about.NUMBERS.split("```")[-1]):
         for line in text.splitlines():
             assert not re.match(r"^\s*\d+\.\s", line), f"markdown would turn this into a numbered list: {line!r}"
-    drawing = about.ROUND_DRAWING
+    drawing = drawings.rule_svg()
     assert "currentColor" in drawing and "<svg" in drawing and 'role="img"' in drawing
-    assert all(f"Tier {n}" in drawing for n in (1, 2, 3)) and "Drafter" in drawing and "Output" in drawing
+    assert all(f"Tier {n}" in drawing for n in (1, 2, 3)) and "c ≥ τ_accept ?" in drawing and "s ≥ τ_slim ?" in drawing
+    assert drawing.count("<polygon") == 3  # two decisions (drafter, slim verifier) and the copy branch
     assert "#000" not in drawing and "#fff" not in drawing.lower()  # no fixed black or white: both themes read it
 
 
@@ -189,14 +223,14 @@ def test_the_round_that_cut_shows_the_cut_tokens_struck_through_and_says_why() -
 
     trace = _audit_trace()
     table, caption = classroom.round_view(trace, 1, lambda i: f"<{i}>")
-    assert "data-cut-in='2'" in table and "cut by this round's audit" in table and 'class="tok cut"' in table
+    assert "data-cut-in='2'" in table and "cut by this round's audit" in table and 'cut"> iz</span>' in table
     assert "refused “iz”" in caption and "2 tokens, struck through" in caption and "“is”" in caption
-    assert "cut 2 tokens from the text" in caption
+    assert "Its audit cut 2 tokens (struck through)" in caption
     shown = classroom.visible_trace(trace, 1, show_future=False)
     page = render.tokens_html(shown, current_round=1, cut=shown.rolled_back)
     assert page.count('data-cut="1"') == 2
     _, first = classroom.round_view(trace, 0, lambda i: f"<{i}>")
-    assert "kept on trust" in first and "audits them" in first and "data-tokens='3'" in first
+    assert "Kept on trust" in first and "audits them" in first and "data-tokens='3'" in first
 
 
 def test_copies_kept_on_trust_read_audited_or_pending() -> None:
@@ -221,18 +255,18 @@ def test_copies_kept_on_trust_read_audited_or_pending() -> None:
     assert audit_sentence(_trace()) == ""
 
 
-def test_walkthrough_three_fixes_with_the_audit_read_from_the_preset() -> None:
-    from core.config import LOOKUP_PRESET
+def test_the_copied_typo_fix_changes_only_the_copy_setting() -> None:
     from examples import load_walkthroughs
 
     walk = next(w for w in load_walkthroughs() if w.get("fixed_config"))
-    assert walkthroughs.walkthrough_config(walk).copy_evidence == "statistic"
-    fixed = walkthroughs.walkthrough_config(walk, fixed=True)
-    assert fixed == LOOKUP_PRESET and fixed.copy_evidence == "audit"
-    assert all("verifier (fixed_config)" not in p for p in walk["talking_points"])
+    before, fixed = walkthroughs.walkthrough_config(walk), walkthroughs.walkthrough_config(walk, fixed=True)
+    assert before.copy_evidence == "statistic" and fixed.copy_evidence == "audit"
+    assert walkthroughs.changed_settings(before, fixed) == ["copy_evidence"]
     assert walkthroughs.walkthrough_config({"config": {"preset": "lookup", "gamma": 4}}).gamma == 4
     with pytest.raises(ConfigError, match="unknown preset"):
         walkthroughs.walkthrough_config({"config": {"preset": "fast"}})
     after = _audit_trace()
-    notes = walkthroughs.fix_notes(walk, _trace(), after, list(classroom.recorded_cuts(after)))
-    assert "Measured on these two runs" in notes and "of which the audit cut 2" in notes and "in round 2 " in notes
+    notes = walkthroughs.fix_notes(walk, _audit_trace().__class__(**{**after.__dict__, "config": after.config.with_(
+        copy_evidence="statistic")}), after, list(classroom.recorded_cuts(after)))
+    assert "The fix changes one setting: copies trusted unchecked → kept on trust, audited." in notes
+    assert "the audit cut 2 tokens: in round 2 it refused “iz” (struck through) and wrote “is”" in notes

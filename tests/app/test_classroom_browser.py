@@ -88,29 +88,50 @@ def test_a_shared_link_opens_its_settings_and_offers_a_link_back(browser, app_ur
     page.context.close()
 
 
-def test_the_copied_typo_walkthrough_runs_its_fix(browser, app_url: str) -> None:
-    page = _open(browser, app_url, PROJECTOR)
-    page.get_by_role("tab", name=re.compile("Classroom")).click()
-    assert not page.locator("#viasd-walk-fix").is_visible()  # the first walkthrough has no fix
-    page.locator("#viasd-walk-pick input").click()
-    page.get_by_role("option", name=re.compile("A copied typo")).click()
-    page.wait_for_selector("#viasd-walk-fix", state="visible", timeout=30_000)
-    page.click("#viasd-walk-fix")
-    page.wait_for_function("() => (document.querySelector('#viasd-classroom-notes')?.innerText || '')"
-                           ".includes('Measured on these two runs')", timeout=300_000)
-    assert "The fix" in page.inner_text("#viasd-classroom-heading") and "Round 1 of" in _caption(page)
-    page.screenshot(path=str(ARTIFACTS / "08_classroom_fix.png"))
-    page.context.close()
-
-
 FOLD = ("#viasd-walk", "#viasd-walk-pick", "#viasd-prev", "#viasd-next", "#viasd-round-slider",
-        "#viasd-class-tokens", "#viasd-caption")
-"""What a class must see without scrolling: the controls, the text and the caption."""
+        "#viasd-class-tokens", "#viasd-caption", "#viasd-round")
+"""What a class must see without scrolling: the controls, the text, the caption and the round's table."""
+KEYS = ("ArrowRight", "PageDown", " ")
+"""A presenter's clicker: each steps one round forward (presenter mode)."""
 
 
 def _bottoms(page) -> dict[str, float]:
     boxes = {s: page.locator(s).first.bounding_box() for s in FOLD}
     return {s: (b["y"] + b["height"] if b else float("inf")) for s, b in boxes.items()}
+
+
+def _number(title: str) -> int:
+    return [w["title"] for w in load_walkthroughs()].index(title) + 1
+
+
+def _load(page, title: str, button: str = "#viasd-walk") -> int:
+    """Pick `title`, press `button` (load or the fix), wait for round 1; returns how many rounds it has."""
+    page.locator("#viasd-walk-pick input").click()
+    page.get_by_role("option", name=f"{_number(title)}. {title}", exact=True).click()
+    if button != "#viasd-walk":
+        page.wait_for_selector(button, state="visible", timeout=30_000)
+    page.evaluate("() => { const c = document.querySelector('#viasd-caption .viasd-caption'); "
+                  "if (c) c.removeAttribute('data-round'); }")  # so the wait below sees the new walkthrough's round 1
+    page.click(button)
+    page.wait_for_function("(t) => (document.querySelector('#viasd-classroom-heading')?.innerText || '').includes(t)"
+                           " && document.querySelector('#viasd-caption .viasd-caption[data-round=\"1\"]')",
+                           arg=title[:24], timeout=600_000)
+    return int(page.get_attribute("#viasd-round-slider input[type=range]", "max"))
+
+
+def _every_round_fits(page, title: str, rounds: int) -> None:
+    """Step through every round with the clicker's keys; at each one, controls, text, caption and table fit."""
+    for number in range(1, rounds + 1):
+        if number > 1:
+            page.keyboard.press(KEYS[number % len(KEYS)])
+            page.wait_for_selector(f"#viasd-caption .viasd-caption[data-round='{number}']", timeout=60_000)
+        page.evaluate("() => window.scrollTo(0, 0)")
+        over = {s: b for s, b in _bottoms(page).items() if b > PROJECTOR["height"]}
+        assert not over, f"{title}, round {number} of {rounds}: below the fold at 1024x768: {json.dumps(over)}"
+    if rounds > 2:  # and back: ← and PageUp
+        for key, number in (("ArrowLeft", rounds - 1), ("PageUp", rounds - 2)):
+            page.keyboard.press(key)
+            page.wait_for_selector(f"#viasd-caption .viasd-caption[data-round='{number}']", timeout=60_000)
 
 
 @pytest.fixture(scope="module")
@@ -124,22 +145,39 @@ def presenter(browser, app_url: str):
 
 
 @pytest.mark.parametrize("title", [w["title"] for w in load_walkthroughs()])
-def test_every_walkthrough_fits_a_projector_in_presenter_mode(presenter, title: str) -> None:
-    """At 1024x768, presenter mode: controls, text and caption end above the fold on the first and last round."""
+def test_every_round_of_every_walkthrough_fits_a_projector_and_the_keys_step_it(presenter, title: str) -> None:
+    """At 1024x768 in presenter mode: every round's controls, text, caption and table end above the fold, and
+    →, PageDown and Space step forward, ← and PageUp back (the walkthrough's fix too, where it has one)."""
     page = presenter
-    page.locator("#viasd-walk-pick input").click()
-    page.get_by_role("option", name=title, exact=True).click()
-    page.click("#viasd-walk")
-    page.wait_for_function("(t) => (document.querySelector('#viasd-classroom-heading')?.innerText || '').includes(t)"
-                           " && document.querySelector('#viasd-caption .viasd-caption[data-round=\"1\"]')",
-                           arg=title[:24], timeout=300_000)
-    last = page.get_attribute("#viasd-round-slider input[type=range]", "max")
-    for number in ("1", last):
-        if number != "1":
-            page.fill("#viasd-round-slider input[type=number]", number)
-            page.press("#viasd-round-slider input[type=number]", "Enter")
-            page.wait_for_selector(f"#viasd-caption .viasd-caption[data-round='{number}']", timeout=60_000)
-        page.evaluate("() => window.scrollTo(0, 0)")
-        over = {s: b for s, b in _bottoms(page).items() if b > PROJECTOR["height"]}
-        assert not over, f"{title}, round {number}: below the fold at 1024x768: {json.dumps(over)}"
+    _every_round_fits(page, title, _load(page, title))
+    page.evaluate("() => window.scrollTo(0, 0)")
     page.screenshot(path=str(ARTIFACTS / f"09_presenter_{re.sub(r'[^a-z]+', '_', title.lower())[:24]}.png"))
+    if next(w for w in load_walkthroughs() if w["title"] == title).get("fixed_config"):
+        rounds = _load(page, title, "#viasd-walk-fix")
+        assert "The fix" in page.inner_text("#viasd-classroom-heading")
+        _every_round_fits(page, title + " (the fix)", rounds)
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_a_replaced_word_is_boxed_in_both_schemes_and_the_about_rule_has_two_decisions(browser, app_url: str,
+                                                                                       scheme: str) -> None:
+    """Replaced and rejected words differ from kept ones beyond hue (a box; the rejected draft struck through),
+    in light and dark mode, at 1366x900; the About tab draws the rule with its two decisions."""
+    page = _open(browser, app_url + ("?__theme=dark" if scheme == "dark" else ""), {"width": 1366, "height": 900})
+    page.get_by_role("tab", name=re.compile("Classroom")).click()
+    title = next(w["title"] for w in load_walkthroughs() if w.get("recorded_trace"))
+    _load(page, title)
+    page.get_by_label("Show later rounds").check()
+    page.wait_for_selector("#viasd-class-tokens .tok.faded", timeout=60_000)
+    shadows = page.evaluate("""() => ['.tok.replaced', '.tok.o-full-accepted:not(.replaced)'].map(s => {
+        const e = document.querySelector('#viasd-class-tokens ' + s); return e && getComputedStyle(e).boxShadow; })""")
+    assert shadows[0] and shadows[0] != "none", f"a replaced word has no box in {scheme} mode"
+    assert shadows[1] == "none", "a kept word must not be boxed"
+    page.screenshot(path=str(ARTIFACTS / f"10_classroom_{scheme}_1366.png"))
+    page.get_by_role("tab", name=re.compile("About")).click()
+    drawing = page.locator("#viasd-rule-drawing")
+    drawing.wait_for(timeout=30_000)
+    assert drawing.locator("polygon").count() == 3 and "s ≥ τ_slim ?" in drawing.text_content()
+    assert page.locator("#viasd-layer-stack rect").count() > 0 and page.locator("#viasd-round-timeline").count() == 1
+    page.screenshot(path=str(ARTIFACTS / f"11_about_{scheme}.png"), full_page=True)
+    page.context.close()

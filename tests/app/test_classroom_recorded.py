@@ -41,7 +41,7 @@ def test_a_recorded_walkthrough_opens_its_saved_trace_without_a_model(saved, mon
     monkeypatch.setattr(tab.SESSIONS, "tokenizer_for", lambda name: Stranger())
     opened = tab._walkthrough("Saved", "session", False)
     assert opened["trace"].token_ids == trace.token_ids and opened["trace"].rounds == trace.rounds
-    assert "replayed from a saved run" in opened["notes"] and "“?”" not in opened["caption"]
+    assert "Replayed from a saved run" in opened["details"] and "“?”" not in opened["caption"]
     assert "Round 1 of" in opened["caption"]
 
 

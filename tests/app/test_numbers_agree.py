@@ -105,4 +105,6 @@ def test_cards_headline_sentence_and_caption_say_the_same_numbers(run) -> None:
         assert f"{h.trust.trusted} {h.trust.kind}" in sentence
     last = len(trace.rounds) - 1
     _, caption = classroom.round_view(trace, last, decode=lambda i: f"<{i}>")
-    assert f"So far: {again['tokens']} tokens" in caption, "the last round's caption counts the answer's tokens"
+    assert f"So far {numbers.plural(again['tokens'], 'token')} cost" in caption, "the last caption counts the answer"
+    if m["modelled_speedup"] != float("inf"):
+        assert f"{speed}" in caption, "the last round's caption gives the card's speed-up"

@@ -118,6 +118,19 @@ def test_prompt_lookup_confidence_drops_for_short_or_ambiguous_matches():
     assert draft.confidences[0] == pytest.approx(0.5 * 2 / 3)
 
 
+def test_prompt_lookup_never_matches_or_copies_the_chat_template():
+    head, text, tail = [100, 101], [1, 2, 3, 4], [102, 100, 101]  # a turn marker, the user's text, the answer's opening
+    prompt, template = head + text + tail, (range(0, 2), range(6, 9))
+    plain, masked = PromptLookupDrafter(ngram_size=2), PromptLookupDrafter(ngram_size=2, template=template)
+    assert plain.propose(prompt + [4], 3).tokens == [102, 100, 101]  # unmasked, it copies the template
+    assert masked.propose(prompt + [4], 3).tokens == []  # what follows "4" in the prompt is the template
+    assert plain.propose(prompt + [2], 3).tokens == [3, 4, 102]
+    assert masked.propose(prompt + [2], 3).tokens == [3, 4]  # the copy ends where the user's text ends
+    assert plain.propose(prompt, 3).tokens == [1, 2, 3]  # matched on the turn marker itself
+    assert masked.propose(prompt, 3).tokens == []  # no answer yet: nothing to match
+
+
+
 def test_greedy_exact_rule_accepts_only_the_argmax():
     q, rule = torch.tensor([0.1, 0.6, 0.3]), ExactRule(Sampler())
     assert rule.judge(q, 1, None, 1) == Verdict(True, 1, Why.ARGMAX)
