@@ -138,8 +138,8 @@ class SharePanel:
             models = models_from_query(params)
             update: dict = {widget: getattr(settings, name) for name, widget in targets.items()}
             update[example] = settings.prompt if settings.prompt in choices else None
-            if models is not None:
-                update.update(zip(model_boxes, models, strict=True))
+            # the boxes name the link's models; a link that names none runs on the embedded model
+            update.update(zip(model_boxes, models or (EMBEDDED_ID, ""), strict=True))
             return {**update, self.autorun: (models or (EMBEDDED_ID, "")) if wants_run(params) else None}
 
         def autorun(models: tuple[str, str] | None, request: gr.Request = None, **values: Any):
@@ -157,9 +157,10 @@ class SharePanel:
             models = SESSIONS.choice(session_id(request))
             return gr.update(value=query_of(Settings.from_values(**values), models=models), visible=True)
 
+        # no queue, no spinner: a page opened without a link must be usable at once (nothing changes)
         demo.load(apply, None, [*targets.values(), example, *model_boxes, self.autorun],
-                  api_visibility="private").then(
+                  api_visibility="private", queue=False, show_progress="hidden").then(
             autorun, None, list(outputs.values()), inputs_kwargs={**widgets, "models": self.autorun},
-            api_visibility="private", show_progress="minimal", concurrency_id="model", concurrency_limit=1)
+            api_visibility="private", show_progress="hidden", concurrency_id="model", concurrency_limit=1)
         self.button.click(link, None, self.link, inputs_kwargs=widgets, api_visibility="private", queue=False).then(
             None, self.link, self.link, js=PREFIX_ORIGIN, queue=False, api_visibility="private")

@@ -160,20 +160,27 @@ def tokens_html(trace: Trace | None, current_round: int | None = None, placehold
 
 def legend_html(trace: Trace | None = None) -> str:
     """Legend of every outcome (colour + underline), with counts when a trace is given."""
-    counts = Counter(t.outcome for t in trace.tokens) if trace is not None else Counter()
+    if trace is None:
+        return legend_from(None, None, True)
+    counts = Counter(t.outcome for t in trace.tokens)
+    return legend_from({o: str(counts[o]) for o in OUTCOMES}, str(len(trace.rolled_back)), audits_copies(trace))
+
+
+def legend_from(counts: dict[Outcome, str] | None, cut: str | None, audits: bool) -> str:
+    """The legend with each outcome's count as shown (None: no counts), the audit's key when `audits`."""
     items = []
     for outcome, (_, label, meaning) in OUTCOMES.items():
         cls = "tok replaced" if outcome in REPLACED else "tok"
-        count = f' <span class="count">×{counts[outcome]}</span>' if trace is not None else ""
+        count = f' <span class="count">×{counts[outcome]}</span>' if counts is not None else ""
         items.append(f'<span class="item" title="{html.escape(meaning)}"><span class="{cls} {outcome_class(outcome)}">'
                      f'{html.escape(label)}</span>{count}</span>')
     key = ('<span class="item">underline: ··· tier 1 · - - tier 2 · ── tier 3 · ══ draft token replaced</span>')
-    if trace is None or audits_copies(trace):
-        cut = f' <span class="count">×{len(trace.rolled_back)}</span>' if trace is not None else ""
+    if audits:
+        cut_count = f' <span class="count">×{cut}</span>' if cut is not None else ""
         key += (f'<span class="item" title="{html.escape(TRUST["audited"])}"><span class="tok trusted">'
                 'line above: copy kept on trust, then audited</span></span>'
                 f'<span class="item" title="{html.escape(TRUST["awaiting"])}"><span class="tok trusted awaiting">'
                 'dashed box: audit pending</span></span>'
                 f'<span class="item" title="{html.escape(CUT)}"><span class="tok cut">struck through: cut by the '
-                f'audit</span>{cut}</span>')
+                f'audit</span>{cut_count}</span>')
     return f'<div class="viasd-legend" id="viasd-legend">{"".join(items)}{key}</div>'

@@ -10,6 +10,7 @@ import pytest
 from app_fixtures import (  # noqa: F401  (fixtures)
     PROMPT,
     SETTINGS,
+    TEST_SETTINGS,
     app_client_fixture,
     app_url_fixture,
     by_name,
@@ -208,21 +209,30 @@ def test_models_can_be_switched_per_session_and_bad_ids_leave_the_app_working(ap
     assert result[4]["drafter_calls"] > 0
 
 
-def test_neighbouring_threshold_pairs_are_prefetched_so_a_one_notch_drag_computes_nothing(app_client: object) -> None:
-    from app.prefetch import PREFETCHER, neighbour_pairs
-    from app.session import SESSIONS
+def test_the_runs_grid_is_prefetched_nearest_first_so_a_one_notch_drag_computes_nothing(app_client: object) -> None:
+    import time
 
-    assert neighbour_pairs(0.5, 0.3)[:4] == [(0.45, 0.3), (0.5, 0.25), (0.5, 0.35), (0.55, 0.3)]
-    assert all(0.0 <= s <= a <= 1.0 for a, s in neighbour_pairs(0.05, 0.05))
+    from app.grids import GRIDS
+    from app.prefetch import PREFETCHER
+    from app.session import SESSIONS
+    from core.sweeps.grid import Point
+
     settings = settings_with(tau_accept=0.45, tau_slim=0.3)
     app_client.predict(PROMPT, *settings, api_name="/generate")
-    PREFETCHER.wait()
-    assert (0.5, 0.3) in PREFETCHER.done
+    grid = PREFETCHER.grid
+    assert grid is not None and grid.prompt == PROMPT and grid.total > 100
+    neighbour = Point(0.5, 0.3, TEST_SETTINGS.gamma)
+    assert neighbour in grid.grid.nearest_first(Point(0.45, 0.3, TEST_SETTINGS.gamma))[:3]
+    started = time.perf_counter()
+    while grid.trace(neighbour) is None and time.perf_counter() - started < 300:
+        time.sleep(0.2)
+    PREFETCHER.stop()
+    assert grid.trace(neighbour) is not None and GRIDS.find(PROMPT, grid.config, grid.models) is grid
     memo = SESSIONS.default_bundle().memo
     misses = memo.misses
     result = app_client.predict(PROMPT, *settings_with(tau_accept=0.5, tau_slim=0.3), api_name="/reroute")
     assert "Re-routed" in result[1]
-    assert memo.misses == misses, "every prediction of the neighbouring pair should come from the memo"
+    assert memo.misses == misses, "a computed point of the grid needs no model prediction"
 
 
 def test_two_visitors_at_once_both_get_their_own_complete_run(app_url: str) -> None:
@@ -263,7 +273,7 @@ def test_the_app_opens_on_the_spelling_fix_with_the_lookup_preset() -> None:
     """Issue 7: the default Settings are grounded prompt 3 with every decoding value read from LOOKUP_PRESET."""
     from app import share
     from app.settings import Settings
-    from app.tabs.generate import COPY_EVIDENCE_CHOICES
+    from app.tabs.generate_layout import COPY_EVIDENCE_CHOICES
     from core.config import COPY_EVIDENCE, LOOKUP_PRESET, DecodeConfig
     from core.errors import ConfigError
     from examples import load_prompts
