@@ -44,7 +44,7 @@ def holdable(models: tuple[str, str]) -> str | None:
             return found.reason
     params = sum(WHEEL_MODELS[name].params for name in models if name in WHEEL_MODELS)
     free = available_memory()
-    needed = params * 2 + 2 * 2**30  # bf16 weights and the memo's room; fp32 loads are checked at load time
+    needed = params * 2  # the weights in bf16, as the load itself checks them (core.models.loading)
     if free is not None and params and free < needed:
         return f"loading needs about {needed / 2**30:.1f} GiB of free memory; {free / 2**30:.1f} GiB is free"
     return None

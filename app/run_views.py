@@ -14,13 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from app.fidelity_cache import FIDELITY
-from app.grids import RunGrid
+from app.grids import GRIDS, RunGrid, models_of
+from app.prefetch import tier_shares
 from app.settings import Settings
 from app.views import cards, charts, render
 from app.views.insight import insight_updates, prediction_markdown
 from app.views.numbers import plural
-from app.views.sensitivity import effect_line
+from app.views.sensitivity import effect_line, reproduces, shares_line
 from core import summarize
+from core.sweeps.grid import Point, in_order
 from core.trace import Trace
 
 Update = dict[str, Any]
@@ -85,6 +87,28 @@ def text_update(trace: Trace, phase: str, recorded: dict | None = None) -> Updat
             "headline": cards.headline_html(metrics, trace), "effect": effect_line(trace)}
 
 
+def prediction(trace: Trace | None, reliability: object, tau_accept: float, tau_slim: float) -> str:
+    """The line above the charts while a threshold moves: the engine's own re-route where it is known (the
+    run on screen when the pair lies in its gap, a computed point of its grid), else the teacher-forced
+    estimate, labelled as rough (it routes each token alone: no rounds, no copy evidence, no audit)."""
+    try:
+        tau_accept, tau_slim = float(tau_accept), float(tau_slim)
+    except (TypeError, ValueError):
+        return prediction_markdown(None, tau_accept, tau_slim)
+    if trace is not None and trace.tokens:
+        if reproduces(trace, tau_accept, tau_slim):
+            return shares_line(tier_shares(trace), tau_accept, tau_slim, "exactly the run on screen (these "
+                               "thresholds decide every token as it was decided)")
+        config = trace.config
+        grid = GRIDS.find(trace.prompt, config, models_of(trace))
+        known = grid.trace(Point(*in_order(tau_accept, tau_slim), config.gamma)) if grid else None  # exactly these
+        if known is not None:
+            return shares_line(tier_shares(known), tau_accept, tau_slim, "the engine's re-route, computed ahead")
+        rough = prediction_markdown(reliability, tau_accept, tau_slim, config.draft_signal, config.slim_signal)
+        return "Rough estimate, per token without rounds or copy evidence: " + rough
+    return prediction_markdown(reliability, tau_accept, tau_slim)
+
+
 def charts_update(trace: Trace, settings: Settings, reliability: object = None, rerouted: bool = False) -> Update:
     """The figures, downloads and insight panel; sent after `text_update` so they never delay the text.
     A re-route (`rerouted`) reuses the last full run's reliability data, so its diagram is left as it is."""
@@ -92,17 +116,19 @@ def charts_update(trace: Trace, settings: Settings, reliability: object = None, 
     update = {"strip_plot": charts.confidence_figure(trace, config.tau_accept, config.tau_slim),
               "timeline_plot": charts.timeline_figure(trace), "files": export_files(trace)}
     update.update(insight_updates(None, trace, config, reliability))
-    update["prediction"] = prediction_markdown(reliability, config.tau_accept, config.tau_slim,
-                                               config.draft_signal, config.slim_signal)
+    update["prediction"] = prediction(trace, reliability, config.tau_accept, config.tau_slim)
     if rerouted:
         del update["reliability_plot"], update["reliability"]
     return update
 
 
-def computed_update(grid: RunGrid, trace: Trace, settings: Settings, phase: str, rerouted: bool = True) -> Update:
-    """Every output for a computed point of `grid` (recorded or prefetched): no model runs."""
+def computed_update(grid: RunGrid, trace: Trace, settings: Settings, phase: str, rerouted: bool = True,
+                    reliability: object = None) -> Update:
+    """Every output for a computed point of `grid` (recorded or prefetched): no model runs. The charts read the
+    grid's reliability data (the run's own text), else `reliability` (the session's last full run's)."""
     recorded = grid.recorded
-    update = {**text_update(trace, phase, recorded), **charts_update(trace, settings, grid.reliability, rerouted)}
+    data = grid.reliability if grid.reliability is not None else reliability
+    update = {**text_update(trace, phase, recorded), **charts_update(trace, settings, data, rerouted)}
     if not rerouted:  # a recorded screen opens with its own reliability data
         update["reliability"] = grid.reliability
     return update

@@ -20,14 +20,13 @@ import torch
 from app import live_load
 from app.fidelity_cache import FIDELITY
 from app.grids import GRIDS, models_of
-from app.prefetch import PREFETCHER, tier_shares
-from app.run_views import charts_update, computed_update, export_files, status_line, text_update
+from app.prefetch import PREFETCHER
+from app.run_views import charts_update, computed_update, export_files, prediction, status_line, text_update
 from app.session import SESSIONS
 from app.settings import Settings
 from app.views import cards, render
-from app.views.insight import measure_reliability, prediction_markdown
+from app.views.insight import measure_reliability
 from app.views.page_grid import FEED
-from app.views.sensitivity import reproduces, shares_line
 from core import iter_generate, summarize
 from core.limits import RUN_TIME_BUDGET_S
 from core.trace import Trace
@@ -65,28 +64,6 @@ def reroute_refusal(settings: Settings, previous: Trace | None) -> str | None:
     return None
 
 
-def prediction(trace: Trace | None, reliability: object, tau_accept: float, tau_slim: float) -> str:
-    """The line above the charts while a threshold moves: the engine's own re-route where it is known (the
-    run on screen when the pair lies in its gap, a computed point of its grid), else the teacher-forced
-    estimate, labelled as rough (it routes each token alone: no rounds, no copy evidence, no audit)."""
-    try:
-        tau_accept, tau_slim = float(tau_accept), float(tau_slim)
-    except (TypeError, ValueError):
-        return prediction_markdown(None, tau_accept, tau_slim)
-    if trace is not None and trace.tokens:
-        if reproduces(trace, tau_accept, tau_slim):
-            return shares_line(tier_shares(trace), tau_accept, tau_slim, "exactly the run on screen (these "
-                               "thresholds decide every token as it was decided)")
-        config = trace.config
-        grid = GRIDS.find(trace.prompt, config, models_of(trace))
-        known = grid.trace(grid.grid.snap(tau_accept, tau_slim, config.gamma)) if grid else None
-        if known is not None:
-            return shares_line(tier_shares(known), tau_accept, tau_slim, "the engine's re-route, computed ahead")
-        rough = prediction_markdown(reliability, tau_accept, tau_slim, config.draft_signal, config.slim_signal)
-        return "Rough estimate, per token without rounds or copy evidence: " + rough
-    return prediction_markdown(reliability, tau_accept, tau_slim)
-
-
 @contextlib.contextmanager
 def torch_threads(count: int) -> Iterator[None]:
     """Run the block with `count` torch threads; model events run one at a time, so the process-wide
@@ -99,7 +76,7 @@ def torch_threads(count: int) -> Iterator[None]:
 
 
 def grid_point(settings: Settings, previous: Trace | None, session: str, phase: str,
-               started: float) -> tuple[Settings, Update | None]:
+               started: float, reliability: object = None) -> tuple[Settings, Update | None]:
     """A re-route inside the run's grid: the sliders snapped to the grid's nearest point (the page shows that
     point too), and every output when that point is computed (no model runs); (settings, None) otherwise. A
     recorded grid whose models this visitor has not loaded says so instead of loading them for a slider."""
@@ -114,7 +91,7 @@ def grid_point(settings: Settings, previous: Trace | None, session: str, phase: 
         settings = settings.with_(tau_accept=point.tau_accept, tau_slim=point.tau_slim, gamma=point.gamma)
         found = grid.trace(point)
         if found is not None:
-            update = computed_update(grid, found, settings, phase)
+            update = computed_update(grid, found, settings, phase, reliability=reliability)
             shown = (phase or "Done").format(seconds=time.perf_counter() - started)
             return settings, {**update, "status": status_line(found, shown, grid.recorded)}
     load = (grid.recorded or {}).get("load") or {}
@@ -125,7 +102,7 @@ def grid_point(settings: Settings, previous: Trace | None, session: str, phase: 
             f"τ_accept {config.tau_accept:g}, τ_slim {config.tau_slim:g}, γ {config.gamma} lie outside the recorded "
             f"grid (τ_accept {axes.tau_accept[0]:g}–{axes.tau_accept[-1]:g}, τ_slim "
             f"{', '.join(f'{v:g}' for v in axes.tau_slim)}, γ {', '.join(map(str, axes.gamma))}): press **Run it "
-            "live** to load the models; after that any value re-routes.")}
+            "live** to load the models; after that any value re-routes.<span data-stale=\"1\"></span>")}
     return settings, None
 
 
@@ -140,7 +117,7 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "", prev
     """
     started = time.perf_counter()
     seconds = lambda: time.perf_counter() - started  # noqa: E731
-    settings, done = grid_point(settings, previous, session, phase, started)
+    settings, done = grid_point(settings, previous, session, phase, started, reliability)
     if done is not None:
         yield done
         return
@@ -190,6 +167,8 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "", prev
     # each output as a diff against the previous update, so the browser receives only the figures
     final = {**text, **charts_update(trace, settings, reliability, rerouted=previous is not None)}
     grid = GRIDS.for_trace(trace) if not stopped and config.mode == "via" else None
+    if grid is not None and grid.reliability is None and previous is None:
+        grid.reliability = reliability  # the run's own text: every point of its grid charts against it
     if grid is not None:
         final["grid_data"] = FEED.full(session, grid) if previous is None else (FEED.more(session, GRIDS)[0] or
                                                                                   FEED.full(session, grid))

@@ -111,7 +111,6 @@
     if (!want) return;
     V.shown = want;
     const at = V.snap(want.a, want.s, want.g), p = at && g.points[key(at.a, at.s, at.g)];
-    V.shownComputed = !!p;
     let line;
     if (p) {
       put("tokens", V.tokensHtml(p)); put("headline", V.headlineHtml(p)); put("legend", V.legendHtml(p));
@@ -156,8 +155,10 @@
       if (el) el.classList.toggle("viasd-stale", on);
     }
   };
-  V.fresh = () => {  // the server's re-route landed; a point the page could not draw stays greyed (its ghosts)
-    if (V.shownComputed !== false) V.stale(false, true);
+  V.fresh = () => {  // the server's re-route landed; one it refused ([data-stale]) leaves the ghosts greyed
+    const refused = !!document.querySelector("#viasd-status [data-stale]");
+    V.stale(refused, true);
+    document.querySelector("#viasd-status")?.classList.remove("viasd-stale");  // its own line is always legible
   };
 
   // The trade-off chart: speed-up (left axis) and words differing / drafts rejected (right axis, %) against

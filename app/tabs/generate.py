@@ -65,7 +65,7 @@ def _noted(updates, notes: list[str]):
 
 @reports_errors("status")
 @on_gpu(settings_seconds)
-def _run(settings: Settings, session: str, replay: bool, models: tuple[str, str] | None):
+def _run(settings: Settings, session: str, replay: bool, models: tuple[str, str] | None = None):
     settings, notes = settings.clamped()
     yield from _noted(streaming.run(settings, session, replay=replay, models=models), notes)
 

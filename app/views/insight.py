@@ -65,7 +65,7 @@ def why_html(trace: Trace, point: RunPoint | None = None, profile_label: str | N
     if point is None or profile_label is None:
         explanation = explain_run(trace)
         point, profile_label = explanation.point, explanation.profile_label
-    sentence = html.escape(why_sentence(trace, point, profile_label))
+    sentence = html.escape(why_sentence(trace, point, profile_label), quote=False)
     return f'<p class="viasd-why"><strong>Why this speed:</strong> {sentence}</p>'
 
 

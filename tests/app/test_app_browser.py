@@ -185,17 +185,16 @@ def test_reroute_keeps_the_text_on_screen_and_bad_values_warn(page) -> None:
     assert "greater than maximum" not in page.inner_text("body")
     # τ_accept below τ_slim takes τ_slim along: never an "out of order" warning
     _set_slider(page, "viasd-tau-accept", 0.2)
-    _wait_status(page, r"^Re-routed in")
+    _wait_status(page, r"^Re-routed in .* to τ 0\.2 / 0\.2")
     assert float(page.input_value("#viasd-tau-slim input[type=number]")) == pytest.approx(0.2)
     assert "out of order" not in page.inner_text("body")
-    before = _outcomes(page)
     # a real re-route: sample the visible token count every 15 ms while it streams
     page.evaluate("""() => { window.__counts = []; window.__sampler = setInterval(() => {
         const el = document.querySelector('#viasd-tokens');
         window.__counts.push(el ? el.querySelectorAll('.tok').length + Number(el.dataset.pending || 0) : -1);
       }, 15); }""")
     _set_slider(page, "viasd-tau-slim", 0.1)
-    _wait_status(page, r"^Re-routed in")
+    _wait_status(page, r"^Re-routed in .* to τ 0\.2 / 0\.1")
     counts = page.evaluate("() => { clearInterval(window.__sampler); return window.__counts; }")
     assert counts and min(counts) >= len(before), f"the text collapsed during the re-route: {sorted(set(counts))}"
     after = _outcomes(page)
