@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import threading
+import time
 from collections import OrderedDict
 
 from core import attach_fidelity
@@ -32,6 +33,7 @@ class FidelityCache:
         self._reference: OrderedDict[tuple, list[int]] = OrderedDict()
         self.max_entries = max_entries
         self.hits = 0
+        self._plain: dict[tuple, float] = {}  # (verifier, dtype) -> plain tokens/s, from the last reference decode
 
     @staticmethod
     def _answer_key(bundle: ModelBundle, trace: Trace) -> tuple:
@@ -60,11 +62,22 @@ class FidelityCache:
             trace.fidelity = copy.deepcopy(found)
             return trace.fidelity
         if reference is None:
-            reference = reference_continuation(bundle, trace)
+            started = time.perf_counter()  # with the memo bypassed, every pass of this plain decode runs here
+            reference = reference_continuation(bundle, trace, use_memo=False)
+            seconds = time.perf_counter() - started
             self._remember(self._reference, answer, reference)
+            if reference and seconds > 0:
+                with self._lock:
+                    self._plain[answer[:2]] = len(reference) / seconds
         fidelity = attach_fidelity(bundle, trace, reference, expectations=expectations_for(trace.prompt))
         self._remember(self._fidelity, key, copy.deepcopy(fidelity))
         return fidelity
+
+    def plain_speed(self, trace: Trace) -> float | None:
+        """Plain decoding's tokens/s on this machine for the trace's verifier (its last reference decode)."""
+        info = trace.models
+        with self._lock:
+            return self._plain.get((info.get("verifier"), f"torch.{info.get('dtype')}"))
 
     def clear(self) -> None:
         with self._lock:

@@ -17,6 +17,8 @@ from typing import Any
 
 from core.config import LOOKUP_PRESET, DecodeConfig
 from core.errors import ConfigError
+from core.limits import MAX_GAMMA, MAX_NEW_TOKENS
+from core.round_policy import in_order
 from examples import load_prompts
 
 DEFAULT = LOOKUP_PRESET
@@ -77,6 +79,34 @@ class Settings:
     def with_(self, **changes: Any) -> Settings:
         return replace(self, **changes)
 
+    def clamped(self) -> tuple[Settings, list[str]]:
+        """The one rule for numbers out of range: each is clamped into its range, with one line saying so (a
+        slider's box shows the clamped value once it loses focus, so box and result agree). τ_slim above
+        τ_accept (tier 2 on) is taken down to τ_accept, as the sliders do. Not-a-number values are left for
+        `config()` to refuse (the box then keeps the last good value)."""
+        changes, notes = {}, []
+        for name, label, low, high, whole in RANGES:
+            try:
+                value = float(getattr(self, name))
+            except (TypeError, ValueError):
+                continue
+            if value != value or value in (float("inf"), float("-inf")):
+                continue
+            bounded = min(max(value, low), high)
+            if bounded != value:
+                changes[name] = int(bounded) if whole else bounded
+                notes.append(f"{label} {value:g} is {'below' if value < low else 'above'} its range "
+                             f"({low:g}–{high:g}): using {bounded:g}")
+        settings = self.with_(**changes)
+        try:
+            a, s = float(settings.tau_accept), float(settings.tau_slim)
+        except (TypeError, ValueError):
+            return settings, notes
+        if not in_order(a, s):
+            settings = settings.with_(tau_slim=a)
+            notes.append(f"τ_slim {s:g} above τ_accept {a:g}: τ_slim follows τ_accept down to {a:g}")
+        return settings, notes
+
     def config(self) -> DecodeConfig:
         """The validated decoding config; raises core.ConfigError with a sentence a visitor can act on."""
         thresholds = {}
@@ -95,6 +125,12 @@ class Settings:
             top_p=float(self.top_p) if self.sampling else 1.0, seed=_whole(self.seed, "seed"),
             copy_evidence=self.copy_evidence, audit_span=_whole(self.audit_span, "audit span"), **thresholds,
         ).validate()
+
+
+RANGES = (("tau_accept", "τ_accept", 0.0, 1.0, False), ("tau_slim", "τ_slim", 0.0, 1.0, False),
+          ("draft_stop_below", "stop a draft below", 0.0, 1.0, False), ("gamma", "γ", 1, MAX_GAMMA, True),
+          ("max_new_tokens", "max new tokens", 1, MAX_NEW_TOKENS, True), ("audit_span", "audit span", 1, 4096, True))
+"""The numbers a visitor types, with their ranges (core.config's checks and core.limits)."""
 
 
 def _number(value: Any, label: str) -> float:

@@ -149,10 +149,10 @@ class SharePanel:
             models = models_from_query(params)
             update: dict = {widget: getattr(settings, name) for name, widget in targets.items()}
             update[example] = settings.prompt if settings.prompt in choices else None
-            if models is not None:
-                update.update(zip(model_boxes, models, strict=True))
-            chosen = (*(models or (EMBEDDED_ID, "")), quant_from_query(params))
-            return {**update, self.autorun: chosen if wants_run(params) else None}
+            # the boxes name the link's models; a link that names none runs on the embedded model
+            models = models or (EMBEDDED_ID, "")
+            update.update(zip(model_boxes, models, strict=True))
+            return {**update, self.autorun: (*models, quant_from_query(params)) if wants_run(params) else None}
 
         def autorun(models: tuple | None, request: gr.Request = None, **values: Any):
             if models is None:  # no run=1: change nothing (an empty dict would count as one output value)
@@ -172,9 +172,10 @@ class SharePanel:
                              drafter_quant=SESSIONS.drafter_quant(session))
             return gr.update(value=query, visible=True)
 
+        # no queue, no spinner: a page opened without a link must be usable at once (nothing changes)
         demo.load(apply, None, [*targets.values(), example, *model_boxes, self.autorun],
-                  api_visibility="private").then(
+                  api_visibility="private", queue=False, show_progress="hidden").then(
             autorun, None, list(outputs.values()), inputs_kwargs={**widgets, "models": self.autorun},
-            api_visibility="private", show_progress="minimal", concurrency_id="model", concurrency_limit=1)
+            api_visibility="private", show_progress="hidden", concurrency_id="model", concurrency_limit=1)
         self.button.click(link, None, self.link, inputs_kwargs=widgets, api_visibility="private", queue=False).then(
             None, self.link, self.link, js=PREFIX_ORIGIN, queue=False, api_visibility="private")

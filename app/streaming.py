@@ -2,32 +2,36 @@
 
 Knows nothing about widgets: it yields dicts like `{"tokens": html, "status": line}` and the tab
 maps names to components. `app.tools.live_benchmark` drives the same stream without a browser.
-While tokens stream only the text and the status are sent; metrics, charts and files go once,
-at the end (re-sending figures on every step is what made re-routing slow).
+While tokens stream only the text and the status are sent; the text is "Done" as soon as it is done, and
+fidelity and reliability are measured after it (the cards say so meanwhile); metrics, charts and files go
+once, at the end. A re-route to a point of the run's grid that is already computed (recorded or
+prefetched) runs no model: its trace is drawn as it is (app.run_views.computed_update).
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-import tempfile
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import torch
 
+from app import live_load
 from app.fidelity_cache import FIDELITY
-from app.prefetch import PREFETCHER, tier_shares
+from app.grids import GRIDS, models_of
+from app.prefetch import PREFETCHER
+from app.run_views import charts_update, computed_update, export_files, prediction, status_line, text_update
 from app.session import SESSIONS
 from app.settings import Settings
-from app.views import cards, charts, render
-from app.views.insight import insight_updates, measure_reliability, prediction_markdown
-from app.views.sensitivity import effect_line, same_run, shares_line
+from app.views import cards, render
+from app.views.insight import measure_reliability
+from app.views.page_grid import FEED
 from core import iter_generate, summarize
 from core.limits import RUN_TIME_BUDGET_S
 from core.trace import Trace
+
+__all__ = ["LIVE", "drain", "export_files", "prediction", "reroute_refusal", "run", "status_line", "text_update"]
 
 STREAM_EVERY_S = 0.25
 """Minimum time between streamed updates: a replay produces rounds far faster than a browser repaints."""
@@ -38,52 +42,6 @@ barrier for a descheduled thread: the opening preset's replay took 28-1291 ms wi
 with 1, interleaved in one run at load average 3.9 (/tmp profiling, README "Live re-routing")."""
 
 Update = dict[str, Any]
-
-
-def export_files(trace: Trace) -> list[str]:
-    """Write the trace as tokens CSV, rounds CSV and JSON into a fresh temp folder; return the paths."""
-    folder = Path(tempfile.mkdtemp(prefix="viasd-trace-"))
-    stem = f"viasd_{trace.config.mode}_{time.strftime('%Y%m%d-%H%M%S')}"
-    paths = [folder / f"{stem}_tokens.csv", folder / f"{stem}_rounds.csv", folder / f"{stem}.json"]
-    trace.to_dataframe().to_csv(paths[0], index=False)
-    trace.rounds_dataframe().to_csv(paths[1], index=False)
-    paths[2].write_text(trace.to_json())
-    return [str(p) for p in paths]
-
-
-def status_line(trace: Trace, phase: str) -> str:
-    """The status bar for a finished (or stopped) run: short, so the text stays above the fold."""
-    m = summarize(trace)
-    info = trace.models
-    timing = "measured wall clock" if m["timing_complete"] else "replayed from memo (wall clock not meaningful)"
-    return (f"**{phase}** · {m['tokens']} tokens in {m['rounds']} rounds · {timing} · "
-            f"<span title=\"{info.get('num_layers')} layers · {info.get('dtype')} on {info.get('device')} · "
-            f"drafter: {info.get('drafter')}\">{info['verifier']}</span>")
-
-def text_update(trace: Trace, phase: str) -> Update:
-    """What a visitor reads first: the text, the status and the headline cards (cheap: no figure)."""
-    metrics = summarize(trace)
-    return {"tokens": render.tokens_html(trace), "status": status_line(trace, phase),
-            "legend": render.legend_html(trace), "metrics": cards.metrics_html(metrics, trace),
-            "metrics_json": json.loads(json.dumps(metrics, default=str)), "trace": trace,
-            "headline": cards.headline_html(metrics, trace), "effect": effect_line(trace)}
-
-
-def charts_update(trace: Trace, settings: Settings, bundle: object = None, reliability: object = None,
-                  rerouted: bool = False) -> Update:
-    """The figures, downloads and insight panel; sent after `text_update` so they never delay the text.
-    A re-route (`rerouted`) reuses the last full run's reliability data, so its diagram is left as it is."""
-    config = settings.config()
-    update = {"strip_plot": charts.confidence_figure(trace, config.tau_accept, config.tau_slim),
-              "timeline_plot": charts.timeline_figure(trace), "files": export_files(trace)}
-    if bundle is not None:
-        update.update(insight_updates(bundle, trace, config, reliability))
-        update["prediction"] = prediction(trace, reliability, config.tau_accept, config.tau_slim)
-        if rerouted:
-            del update["reliability_plot"], update["reliability"]
-    return update
-
-
 RUN_THREADS = torch.get_num_threads()
 """torch threads of every other model event, set explicitly: a cancelled re-route's thread may still hold
 REROUTE_THREADS for a moment, and Run must not inherit them."""
@@ -106,27 +64,6 @@ def reroute_refusal(settings: Settings, previous: Trace | None) -> str | None:
     return None
 
 
-def prediction(trace: Trace | None, reliability: object, tau_accept: float, tau_slim: float) -> str:
-    """The line above the charts while a threshold moves: the engine's own re-route where it is known (the
-    run on screen when the pair lies in its gap, a prefetched neighbour), else the teacher-forced estimate,
-    labelled as rough (it routes each token alone: no rounds, no copy evidence, no audit)."""
-    try:
-        tau_accept, tau_slim = float(tau_accept), float(tau_slim)
-    except (TypeError, ValueError):
-        return prediction_markdown(None, tau_accept, tau_slim)
-    if trace is not None and trace.tokens:
-        if same_run(trace, tau_accept, tau_slim):
-            return shares_line(tier_shares(trace), tau_accept, tau_slim, "exactly the run on screen (these "
-                               "thresholds decide every token as it was decided)")
-        config = trace.config
-        known = PREFETCHER.shares(trace.prompt, config, tau_accept, tau_slim)
-        if known is not None:
-            return shares_line(known, tau_accept, tau_slim, "the engine's re-route, computed ahead")
-        rough = prediction_markdown(reliability, tau_accept, tau_slim, config.draft_signal, config.slim_signal)
-        return "Rough estimate, teacher-forced one token a round on the text shown: " + rough
-    return prediction_markdown(reliability, tau_accept, tau_slim)
-
-
 @contextlib.contextmanager
 def torch_threads(count: int) -> Iterator[None]:
     """Run the block with `count` torch threads; model events run one at a time, so the process-wide
@@ -138,23 +75,62 @@ def torch_threads(count: int) -> Iterator[None]:
         torch.set_num_threads(RUN_THREADS)
 
 
-def run(settings: Settings, session: str, *, replay: bool, phase: str = "",
-        previous: Trace | None = None, reliability: object = None) -> Iterator[Update]:
-    """Generate, streaming the coloured text each round; fidelity and charts at the end.
-
-    With `previous` (a re-route), the part of the old text not yet re-decided stays on screen,
-    faded, so the text never collapses while the new routing streams in, and the reliability data
-    of the last full run (`reliability`) is reused instead of measured again.
-    """
+def grid_point(settings: Settings, previous: Trace | None, session: str, phase: str,
+               started: float, reliability: object = None) -> tuple[Settings, Update | None]:
+    """A re-route inside the run's grid: the sliders snapped to the grid's nearest point (the page shows that
+    point too), and every output when that point is computed (no model runs); (settings, None) otherwise. A
+    recorded grid whose models this visitor has not loaded says so instead of loading them for a slider."""
+    if previous is None:
+        return settings, None
     config = settings.config()
+    grid = GRIDS.find(settings.prompt, config, models_of(previous))
+    if grid is None:
+        return settings, None
+    point = grid.grid.snap(config.tau_accept, config.tau_slim, config.gamma)
+    if point is not None:
+        settings = settings.with_(tau_accept=point.tau_accept, tau_slim=point.tau_slim, gamma=point.gamma)
+        found = grid.trace(point)
+        if found is not None:
+            update = computed_update(grid, found, settings, phase, reliability=reliability)
+            shown = (phase or "Done").format(seconds=time.perf_counter() - started)
+            return settings, {**update, "status": status_line(found, shown, grid.recorded)}
+    load = (grid.recorded or {}).get("load") or {}
+    recorded_models = live_load.wanted(load.get("verifier"), load.get("drafter"))
+    if grid.recorded is not None and not live_load.loaded_for(session, recorded_models):
+        axes = grid.grid
+        return settings, {"status": (
+            f"τ_accept {config.tau_accept:g}, τ_slim {config.tau_slim:g}, γ {config.gamma} lie outside the recorded "
+            f"grid (τ_accept {axes.tau_accept[0]:g}–{axes.tau_accept[-1]:g}, τ_slim "
+            f"{', '.join(f'{v:g}' for v in axes.tau_slim)}, γ {', '.join(map(str, axes.gamma))}): press **Run it "
+            "live** to load the models; after that any value re-routes.<span data-stale=\"1\"></span>")}
+    return settings, None
+
+
+def run(settings: Settings, session: str, *, replay: bool, phase: str = "", previous: Trace | None = None,
+        reliability: object = None, models: tuple[str, str] | None = None) -> Iterator[Update]:
+    """Generate, streaming the coloured text each round; "Done" with the text, then fidelity and charts.
+
+    With `previous` (a re-route), a computed point is shown at once; otherwise the part of the old text not yet
+    re-decided stays on screen, faded, while the new routing streams in, and the reliability data of the last
+    full run (`reliability`) is reused instead of measured again. `models` (verifier, drafter) are loaded for
+    this session first when it does not have them (progress streamed in the status line).
+    """
     started = time.perf_counter()
-    if not SESSIONS.is_loaded():
+    seconds = lambda: time.perf_counter() - started  # noqa: E731
+    settings, done = grid_point(settings, previous, session, phase, started, reliability)
+    if done is not None:
+        yield done
+        return
+    config = settings.config()
+    if models is not None:
+        for line in live_load.ensure(session, models):
+            yield {"status": f"… {line}", "headline": cards.headline_html({}, progress=line)}
+    if not SESSIONS.is_loaded() and SESSIONS.choice(session) is None:
         yield {"status": "… Loading the model (first use only, a few seconds)…"}
     if reliability is not None:  # the new thresholds' predicted tier shares, before any model runs
         yield {"prediction": prediction(previous, reliability, config.tau_accept, config.tau_slim)}
     bundle = SESSIONS.bundle(session)
-    if previous is not None and (config.tau_accept, config.tau_slim) not in PREFETCHER.done:
-        # a far move: its passes are not in the memo yet, so say so beside the sliders at once
+    if previous is not None:  # a far move: its passes are not in the memo yet, so say so beside the sliders at once
         yield {"headline": cards.headline_html(summarize(previous), previous, progress="Re-routing: the model runs "
                                                "the passes these thresholds need for the first time…")}
     label = "Running" if replay else "Running every pass for real (honest timing)"
@@ -175,26 +151,33 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "",
         if trace is None:
             return
         stopped = trace.partial
-        if not stopped:
-            if previous is None:  # a re-route's answer is usually measured already (app.fidelity_cache)
-                yield {"status": "… Measuring fidelity against the full model…",
-                       "headline": cards.headline_html(summarize(trace), progress="Measuring fidelity…")}
+        if stopped:
+            phase = f"Stopped early: partial result ({trace.stop_reason})"
+        elif not phase:
+            phase = "Done" if replay else "Done (real timing)"
+        phase = phase.format(seconds=seconds())
+        if not stopped:  # the text is final: say so now, then measure how far it is from the full model's
+            yield {**text_update(trace, phase), "status": status_line(trace, phase) + " · measuring fidelity…"}
             FIDELITY.attach(bundle, trace)
             if previous is None:
-                yield {"status": "… Measuring how reliable each confidence is on this text…"}
                 reliability = measure_reliability(bundle, trace, config)
-    if stopped:
-        phase = f"Stopped early: partial result ({trace.stop_reason})"
-    elif not phase:
-        phase = "Done" if replay else "Done (real timing)"
-    text = text_update(trace, phase.format(seconds=time.perf_counter() - started))
+    text = text_update(trace, phase)
     yield text
     # the last update repeats the text: an API caller's result is the last update alone, and Gradio sends
     # each output as a diff against the previous update, so the browser receives only the figures
-    yield {**text, **charts_update(trace, settings, bundle, reliability, rerouted=previous is not None)}
-    if not stopped:
-        PREFETCHER.remember(settings.prompt, config, trace)
-        PREFETCHER.schedule(bundle, settings.prompt, config)
+    final = {**text, **charts_update(trace, settings, reliability, rerouted=previous is not None)}
+    grid = GRIDS.for_trace(trace) if not stopped and config.mode == "via" else None
+    if grid is not None and grid.reliability is None and previous is None:
+        grid.reliability = reliability  # the run's own text: every point of its grid charts against it
+    if grid is not None:
+        final["grid_data"] = FEED.full(session, grid) if previous is None else (FEED.more(session, GRIDS)[0] or
+                                                                                  FEED.full(session, grid))
+        final["grid_timer"] = bool(grid.missing())
+    elif previous is None:
+        final["grid_data"] = FEED.full(session, None)
+    yield final
+    if grid is not None:  # after the last update, so the figures are not sent while it computes
+        PREFETCHER.schedule(bundle, grid)
 
 
 def drain(updates: Iterator[Update], on_update: Callable[[Update], None] | None = None) -> Update:

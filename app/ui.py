@@ -10,6 +10,7 @@ from typing import Any
 
 import gradio as gr
 
+from app.notch import HEAD
 from app.share import SharePanel
 from app.tabs.about import AboutTab
 from app.tabs.classroom import CSS as CLASSROOM_CSS
@@ -37,7 +38,7 @@ def build_demo() -> gr.Blocks:
             with gr.Tab("1 · Generate & tune", id="generate"):
                 generate = GenerateTab()
                 with generate.models_box:
-                    models = ModelsPanel()
+                    models = ModelsPanel(*generate.opening_models)
                     share = SharePanel()
             with gr.Tab("2 · Compare", id="compare"):
                 compare = CompareTab()
@@ -45,11 +46,12 @@ def build_demo() -> gr.Blocks:
                 classroom = ClassroomTab()
             with gr.Tab("4 · About the numbers", id="about"):
                 AboutTab()
-        generate.wire(compare.tradeoff_plot, compare.grid_state)
+        generate.wire(compare.tradeoff_plot, compare.grid_state, (models.verifier, models.drafter))
         models.wire(generate.widgets)
         compare.wire(generate.widgets)
         classroom.wire(generate.out["trace"])
-        demo.load(generate.ready, None, generate.out["status"], api_visibility="private")
+        demo.load(generate.ready, None, generate.out["status"], api_visibility="private", queue=False,
+                  show_progress="hidden")
         share.wire(demo, generate.widgets, generate.example, generate.generate, generate.out,
                    (models.verifier, models.drafter))
     return demo
@@ -57,5 +59,5 @@ def build_demo() -> gr.Blocks:
 
 def launch_kwargs() -> dict[str, Any]:
     """Theme and CSS go to launch() in Gradio 6; tests that launch the demo themselves use this too."""
-    return {"theme": THEME, "css": CSS + CLASSROOM_CSS + render.TOKEN_CSS,
+    return {"theme": THEME, "css": CSS + CLASSROOM_CSS + render.TOKEN_CSS, "head": HEAD,
             "footer_links": ["api", "gradio", "settings"]}

@@ -13,8 +13,10 @@ from types import SimpleNamespace
 import gradio as gr
 
 import core.analysis.metrics as core_metrics
+from app import recorded
 from app.views import drawings, walkthroughs, words
 from app.views.lesson_facts import lesson_facts
+from app.views.recorded_tradeoff import about_markdown
 from app.views.walkthroughs import profile_name
 from core.errors import ConfigError, RoutingError
 from core.limits import MAX_GAMMA, MAX_NEW_TOKENS, MAX_PROMPT_CHARS
@@ -86,7 +88,7 @@ This is arithmetic on a model of the hardware, not a stopwatch.
 **Measured (orange, "measured"): seconds on this machine.** A real stopwatch, on this server's CPU. A CPU checks
 eight tokens for about the price of two single passes, so measured speed-ups here are smaller than modelled ones —
 that difference is itself a lesson about hardware. Moving a slider replays predictions the app has already computed
-(same tokens, instantly), so those runs have no honest time: press **Re-run for real timing** to measure.
+(same tokens, instantly), so those runs have no honest time: press **Run it live** to measure.
 
 **Fidelity (green, measured): did the shortcuts change the answer?** Tiers 1 and 2 can let through a token the full
 model would not have chosen. The headline measure is **words differing**, explained below; *token agreement* is a
@@ -117,7 +119,7 @@ definitions, as the code states them" below).
 
 ## Limits and tips
 * Prompts up to {MAX_PROMPT_CHARS:,} characters; up to {MAX_NEW_TOKENS} new tokens; draft length γ up to {MAX_GAMMA}.
-* Thresholds must satisfy τ_slim ≤ τ_accept; a threshold of 1.0 switches its tier off.
+* τ_slim stays at or below τ_accept (drag τ_accept below it and it comes along); 1.0 switches a tier off.
 * One run at a time uses the model; other requests wait in the queue. **Stop** ends a run after its current round.
 * Every chart has a camera icon in its top-right toolbar: click it to save the chart as a PNG.
   The trace itself downloads as CSV (tokens, rounds) and JSON below the charts.
@@ -202,5 +204,6 @@ class AboutTab:
         gr.HTML(layers)
         gr.Markdown(rule, elem_id="viasd-about-payoff")
         gr.Markdown(NUMBERS, elem_id="viasd-about-numbers")
+        gr.Markdown(about_markdown(recorded.load(recorded.OPENING)), elem_id="viasd-about-tradeoff")
         with gr.Accordion("Metric definitions, as the code states them", open=False):
             gr.Markdown(f"```\n{(core_metrics.__doc__ or '').strip()}\n```")

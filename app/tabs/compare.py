@@ -141,7 +141,7 @@ class CompareTab:
         gr.Markdown("Uses the prompt and settings from **Generate & tune**. Highlighted words differ from the "
                     "full model's own (plain) output.")
         with gr.Row():
-            self.button = gr.Button("Compare plain / classic SD / VIA-SD", variant="primary", elem_id="viasd-compare")
+            self.button = gr.Button("Compare plain / classic SD / VIA‑SD", variant="primary", elem_id="viasd-compare")
             self.real_timing = gr.Checkbox(True, label="Real timing (every pass runs; slower but honest tokens/s)")
             self.stop_btn = gr.Button("■ Stop", variant="stop")
         status = gr.Markdown("", elem_id="viasd-compare-status")
@@ -169,7 +169,7 @@ class CompareTab:
                     "2023) and Speculative Cascades (Chow / Diff / OPT deferral; Narasimhan et al., 2025) run in the "
                     "same loop with the same drafter, over small grids of their own parameters (memo on).")
         with gr.Row():
-            self.schemes_btn = gr.Button("Run VIA-SD, BiLD and cascades", variant="primary", elem_id="viasd-schemes")
+            self.schemes_btn = gr.Button("Run VIA‑SD, BiLD and cascades", variant="primary", elem_id="viasd-schemes")
             schemes_status = gr.Markdown("")
         self.points_state = gr.State(None)
         self.schemes_out = {"schemes_plot": gr.Plot(tradeoff_chart(None), label="Pareto fronts per scheme",

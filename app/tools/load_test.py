@@ -24,8 +24,10 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from app.settings import Settings
 
 TOPICS = ["photosynthesis", "a rainbow", "gravity", "a volcano", "the moon", "a bicycle", "bread", "a comet",
           "the ocean", "a library", "thunder", "a glacier", "honey", "a compass", "electricity", "a forest",
@@ -48,12 +50,16 @@ def endpoint_parameters(client: object, api_name: str) -> list[dict]:
 
 
 def call_kwargs(parameters: list[dict], values: dict[str, object]) -> dict[str, object]:
-    """Keyword arguments for an endpoint: `values` where a parameter of that name exists, else its default."""
-    kwargs = {}
+    """Keyword arguments for an endpoint: `values` where a parameter of that name exists, else the API's default
+    for a setting (`app.settings.Settings`: the embedded model's prompt-lookup preset; the page's own widgets
+    open on the recorded pair, whose drafter model a default session does not have), else the endpoint's."""
+    kwargs, defaults = {}, asdict(Settings())
     for p in parameters:
         name = p["parameter_name"]
         if name in values:
             kwargs[name] = values[name]
+        elif name in defaults:
+            kwargs[name] = defaults[name]
         elif p.get("parameter_has_default"):
             kwargs[name] = p.get("parameter_default")
         else:

@@ -57,8 +57,9 @@ def breakeven_figure(point: RunPoint | None, others: list[tuple[str, RunPoint]] 
         fig.add_trace(_marker(other, label, "circle", "#CC79A7", 12))
     if point is not None:
         fig.add_trace(_marker(point, "this run", "star", "#E69F00", 20, run_speedup))
-    fig.update_xaxes(range=[0, 1], title="α: judged drafts that passed", tickformat=".0%")
-    fig.update_yaxes(range=[0, MAX_COST], title="drafter cost c (full passes per draft)")
+    # a little room past the plane, so a run at α 100 % or c 0 keeps its whole star
+    fig.update_xaxes(range=[-0.04, 1.04], title="α: judged drafts that passed", tickformat=".0%")
+    fig.update_yaxes(range=[-0.05, MAX_COST], title="drafter cost c (full passes per draft)")
     subtitle = f"γ {gamma:.3g} · checking {verify:.2f} passes per round"
     return finish(fig, "When does drafting pay?", subtitle + (f" · {profile_label}" if profile_label else ""),
                   height=480)

@@ -15,7 +15,7 @@ from core.analysis.fidelity import numerics_split
 from core.trace import Trace
 from core.vocabulary import Outcome
 
-__all__ = ["headline_html", "metrics_html", "speed_text"]
+__all__ = ["headline_from", "headline_html", "headline_values", "metrics_html", "speed_text"]
 
 
 def _label(metric: str) -> str:
@@ -28,29 +28,37 @@ def _stat(kind: str, metric: str, value: str) -> str:
             f'<div class="value" data-metric="{metric}">{value}</div></div>')
 
 
-def _fidelity_stat(m: dict) -> str:
-    """Words differing leads; token agreement only stands in (labelled) when words were not measured."""
-    if "words_differing" in m:
-        return _stat("fidelity", "words_differing", f'{m["words_differing"]:.0%}')
-    if "full_agreement" in m:
-        return _stat("fidelity", "full_agreement", f'{m["full_agreement"]:.0%}')
-    return _stat("fidelity", "words_differing", "…")
+def headline_values(metrics: dict) -> tuple[str, str, str, str]:
+    """The headline's three numbers as shown, and the fidelity metric the third is: speed-up, drafts rejected,
+    words differing (token agreement stands in, named, where words were not measured; "…" until measured)."""
+    if not metrics:
+        return "—", "—", "—", "words_differing"
+    if "words_differing" in metrics:
+        fidelity, metric = f'{metrics["words_differing"]:.0%}', "words_differing"
+    elif "full_agreement" in metrics:
+        fidelity, metric = f'{metrics["full_agreement"]:.0%}', "full_agreement"
+    else:
+        fidelity, metric = "…", "words_differing"
+    return speed_text(metrics["modelled_speedup"]), f'{metrics["rejection_rate"]:.0%}', fidelity, metric
+
+
+def headline_from(values: tuple[str, str, str, str], row: str = "", classes: str = "") -> str:
+    """The headline from its shown values (`headline_values`); `row` is the one-line row under the numbers (already
+    HTML: a run's progress, a partial result's note), `classes` mark the whole headline ("ghost": not this point's)."""
+    speed, rejected, fidelity, metric = values
+    body = (_stat("modelled", "modelled_speedup", speed) + _stat("", "rejection_rate", rejected)
+            + _stat("fidelity", metric, fidelity) + (row or '<div class="partial" title="">&nbsp;</div>'))
+    return f'<div class="{" ".join(("viasd-headline", classes)).strip()}" id="viasd-headline">{body}</div>'
 
 
 def headline_html(metrics: dict, trace: Trace | None = None, progress: str = "") -> str:
     """Three numbers beside the sliders: modelled speed-up, drafts rejected, words differing."""
-    if not metrics:
-        body = (_stat("modelled", "modelled_speedup", "—") + _stat("", "rejection_rate", "—") + _fidelity_stat({}))
-    else:
-        body = (_stat("modelled", "modelled_speedup", speed_text(metrics["modelled_speedup"]))
-                + _stat("", "rejection_rate", f'{metrics["rejection_rate"]:.0%}') + _fidelity_stat(metrics))
     if trace is not None and trace.partial:
-        body += (f'<div class="partial" data-partial="1">⏸ Partial result: stopped after {len(trace.tokens)} '
-                 f'tokens ({html.escape(words.name("stop", trace.stop_reason))}); numbers cover those tokens only.'
-                 '</div>')
+        row = (f'<div class="partial" data-partial="1">⏸ Partial result: stopped after {len(trace.tokens)} '
+               f'tokens ({html.escape(words.name("stop", trace.stop_reason))}); numbers cover those tokens only.</div>')
     else:  # the row is always there (one line, empty until a run streams), so the sliders below never move
-        body += f'<div class="partial" title="{html.escape(progress)}">{html.escape(progress) or "&nbsp;"}</div>'
-    return f'<div class="viasd-headline" id="viasd-headline">{body}</div>'
+        row = f'<div class="partial" title="{html.escape(progress)}">{html.escape(progress) or "&nbsp;"}</div>'
+    return headline_from(headline_values(metrics), row)
 
 
 def _row(metric: str, value: str, label: str = "") -> str:
@@ -74,25 +82,30 @@ def _modelled_card(m: dict, h: Headline) -> str:
               'weights it reads. Not a measurement.</div></div>')
 
 
-def _measured_card(m: dict) -> str:
+def _measured_card(m: dict, plain: tuple[float, str] | None = None) -> str:
+    """Measured tokens/s where every pass ran here, with plain decoding's measured tokens/s beside it."""
     if m.get("timing_complete"):
         speed, note = f'<div class="big">{m["tokens_per_s"]:.1f} tokens/s</div>', "Every pass ran for real on this CPU."
     else:
         speed = '<div class="big">— tokens/s</div>'
-        note = ("Replayed from the prediction memo, so the wall clock is NOT meaningful here. "
-                "Press “Re-run for real timing” for an honest measurement.")
+        note = ("Some or all predictions came from the memo, so this wall clock is not the run's. "
+                "Press “Run it live” for an honest measurement.")
+    if plain is not None:
+        speed += (f'<div class="note" data-metric="plain_tokens_per_s">plain decoding here: {plain[0]:.1f} tokens/s '
+                  f'({html.escape(plain[1])})</div>')
     return ('<div class="viasd-card measured"><h4>Measured wall clock (this CPU)</h4>' + speed + '<table>'
             + _row("wall_s", f'{m["wall_s"]:.2f} s')
             + _row("wall_s", f'{m["drafter_wall_s"]:.2f} / {m["slim_wall_s"]:.2f} / {m["full_wall_s"]:.2f} s',
                    label="drafter / slim / full time")
-            + _row("timing_complete", "yes" if m.get("timing_complete") else "no (replayed)")
+            + _row("timing_complete", "yes" if m.get("timing_complete") else "no (memo)")
             + f'</table><div class="note">{note}</div></div>')
 
 
 def _fidelity_card(m: dict, trace: Trace | None) -> str:
     if "full_agreement" not in m:
         stopped = trace is not None and trace.partial
-        pending = "not measured: the run was stopped early" if stopped else "measured when the run ends…"
+        pending = ("not measured: the run was stopped early" if stopped else
+                   "measuring now: the text is final, its words are being compared with the full model's own…")
         return ('<div class="viasd-card fidelity"><h4>Fidelity to the full model</h4>'
                 f'<div class="note">{pending}</div></div>')
     lead = (f'<div class="big" data-metric="words_differing">{m["words_differing"]:.0%} of words differ</div>'
@@ -156,7 +169,7 @@ def _share_row(m: dict, outcome: Outcome, h: Headline) -> str:
                   if unchecked > 1e-9 else "")
 
 
-def metrics_html(metrics: dict, trace: Trace | None = None) -> str:
+def metrics_html(metrics: dict, trace: Trace | None = None, plain: tuple[float, str] | None = None) -> str:
     """Four cards that keep the kinds of numbers apart: modelled accelerator, measured CPU, fidelity, who decided.
     Every count comes from `app.views.numbers.headline` (core.analysis.metrics' definitions)."""
     if not metrics:
@@ -164,7 +177,7 @@ def metrics_html(metrics: dict, trace: Trace | None = None) -> str:
     h = headline(trace, metrics)
     partial = ' data-partial="1"' if trace is not None and trace.partial else ""
     return (f'<div class="viasd-cards" id="viasd-metrics"{partial}>{_modelled_card(metrics, h)}'
-            f'{_measured_card(metrics)}{_fidelity_card(metrics, trace)}{_routing_card(metrics, h, trace)}</div>')
+            f'{_measured_card(metrics, plain)}{_fidelity_card(metrics, trace)}{_routing_card(metrics, h, trace)}</div>')
 
 
 def _audit_rows(h: Headline) -> str:

@@ -66,4 +66,7 @@ def dark_css(scope: str = ".dark") -> str:
             f"{plot} .bg, {plot} .legend .bg {{fill: {d['bg']} !important;}}\n"
             f"{plot} text:not(.contourlabels text):not(.hoverlayer text) {{fill: {d['fg']} !important;}}\n"
             f"{plot} .gridlayer path, {plot} .zerolinelayer path {{stroke: {d['grid']} !important;}}\n"
-            f"{plot} .modebar-btn path {{fill: {d['muted']} !important;}}\n")
+            f"{plot} .modebar-btn path {{fill: {d['muted']} !important;}}\n"
+            # threshold lines (#333333 shapes) and the break-even line (a black trace) in the page's own colour
+            f"{plot} .shapelayer path[style*='rgb(51, 51, 51)'], {plot} .scatterlayer path.js-line[style*='rgb(0, 0, "
+            f"0)'] {{stroke: {d['fg']} !important;}}\n")

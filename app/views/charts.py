@@ -92,13 +92,19 @@ def timeline_figure(trace: Trace | None) -> go.Figure:
                                                 "emitted %{customdata[3]}<extra>" + role + "</extra>")),
                           secondary_y=False)
         replayed = not summarize(trace)["timing_complete"]  # the one definition, in core.analysis.metrics
+        ran = any(not c.from_memo for r in trace.rounds for c in r.calls)
+        note = (" — partly replayed, covers the passes that ran" if ran else " — replayed, not meaningful") \
+            if replayed else ""
         fig.add_trace(go.Scatter(x=df["round"], y=df["wall_s"] * 1000, mode="lines+markers",
-                                 name="wall time, ms (measured)" + (" — replayed, not meaningful" if replayed else ""),
+                                 name="wall time, ms (measured)" + note,
                                  line={"color": "#7a7a7a", "dash": "dot" if replayed else "solid"}),
                       secondary_y=True)
         fig.add_hline(y=1.0, line_dash="dot", line_color="#999999", annotation_text="1 plain token",
                       annotation_position="top left", secondary_y=False)
     else:
+        fig.update_xaxes(range=[0, 10])  # an empty chart's axes start at 0, not plotly's -1
+        fig.update_yaxes(range=[0, 1], secondary_y=False)
+        fig.update_yaxes(range=[0, 1], secondary_y=True)
         fig.add_annotation(x=0.5, y=0.5, xref="paper", yref="paper", text="run a generation to see its rounds",
                            showarrow=False)
     fig.update_layout(barmode="stack")

@@ -94,6 +94,8 @@ def tradeoff_figure(grid: pd.DataFrame | None, tau_accept: float, tau_slim: floa
     else:
         fig.add_annotation(x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
                            text="press “Run threshold grid” to fill this chart")
+        fig.update_xaxes(range=[0, 100])  # an empty chart's axes start at 0, not plotly's -1
+        fig.update_yaxes(range=[0, 2])
     for col in (1, 2):
         fig.add_hline(y=1.0, line={"color": "#7a7a7a", "dash": "dash", "width": 2}, row=1, col=col,
                       annotation_text="plain 1.0×", annotation_position="top left")

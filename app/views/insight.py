@@ -8,6 +8,7 @@ threshold move is predicted with no model call before the real re-route lands).
 
 from __future__ import annotations
 
+import html
 import logging
 from typing import Any
 
@@ -48,7 +49,7 @@ def insight_updates(bundle: ModelBundle, trace: Trace, config: DecodeConfig, dat
     explanation = explain_run(trace)  # priced by the run's own profile, recorded per call
     policy = trace.policy
     return {
-        "why": f"**Why this speed:** {why_sentence(trace, explanation.point, explanation.profile_label)}",
+        "why": why_html(trace, explanation.point, explanation.profile_label),
         "breakeven_plot": breakeven_figure(explanation.point, profile_label=explanation.profile_label,
                                            run_speedup=summarize(trace)["modelled_speedup"]),
         "conf_plot": confidence_histogram_figure(data, policy.tau_accept, policy.tau_slim, config.draft_signal,
@@ -58,6 +59,15 @@ def insight_updates(bundle: ModelBundle, trace: Trace, config: DecodeConfig, dat
                                           config.slim_signal),
         "reliability": data,
     }
+
+
+def why_html(trace: Trace, point: RunPoint | None = None, profile_label: str | None = None) -> str:
+    """The why sentence as the page shows it, under its bold lead (the run's break-even point read from its calls)."""
+    if point is None or profile_label is None:
+        explanation = explain_run(trace)
+        point, profile_label = explanation.point, explanation.profile_label
+    sentence = html.escape(why_sentence(trace, point, profile_label), quote=False)
+    return f'<p class="viasd-why"><strong>Why this speed:</strong> {sentence}</p>'
 
 
 def why_sentence(trace: Trace, point: RunPoint | None, profile_label: str = "") -> str:

@@ -108,8 +108,9 @@ def confidence_histogram_figure(data: ReliabilityData | None, tau_accept: float,
             signals, keep = _signals(data, role), _drafted(data, role)
             for agree in (True, False):
                 chosen = keep & (signals.agree == agree)
+                values = np.minimum(signals.confidence[signal][chosen], 1.0 - 1e-9)  # 1.0 goes in the last bin
                 fig.add_trace(go.Histogram(
-                    x=signals.confidence[signal][chosen], xbins=edges, name="agrees with full" if agree else "differs",
+                    x=values, xbins=edges, name="agrees with full" if agree else "differs",
                     legendgroup=str(agree), showlegend=row == 1, marker={"color": AGREE_COLOURS[agree]},
                     hovertemplate="confidence %{x}: %{y} tokens<extra></extra>"), row=row, col=1)
     for row, (name, tau) in enumerate((("τ_accept", tau_accept), ("τ_slim", tau_slim)), start=1):
@@ -118,8 +119,11 @@ def confidence_histogram_figure(data: ReliabilityData | None, tau_accept: float,
                                text=f"{name} off: this tier takes nothing", showarrow=False, xanchor="right")
             continue
         fig.add_vline(x=tau, line={"color": "#333333", "width": 3}, row=row, col=1,
-                      annotation_text=f"{name} = {tau:.2f}")
+                      annotation_text=f"{name} = {tau:.2f}",
+                      annotation_position="top left" if tau > 0.6 else "top right")  # never clipped at the edge
     fig.update_layout(barmode="stack")
+    if data is None or not len(data):
+        fig.update_yaxes(range=[0, 1])  # an empty chart's axes start at 0, not plotly's -1
     fig.update_xaxes(range=[0, 1.0], title_text="confidence", row=2, col=1)
     fig.update_yaxes(title_text="tokens")
     return _layout(fig, "Confidence, split by agreement", height=520)

@@ -161,21 +161,31 @@ def tokens_html(trace: Trace | None, current_round: int | None = None, placehold
 
 def legend_html(trace: Trace | None = None, elem_id: str = "viasd-legend") -> str:
     """Legend of every outcome (colour + underline), with counts when a trace is given (`elem_id`: one per page)."""
-    counts = Counter(t.outcome for t in trace.tokens) if trace is not None else Counter()
+    if trace is None:
+        return legend_from(None, None, None, "copy or draft", elem_id)
+    counts = Counter(t.outcome for t in trace.tokens)
+    standing, cut, _ = audit_counts(trace)
+    return legend_from({o: str(counts[o]) for o in OUTCOMES}, str(standing), str(cut), trusted_kind(trace), elem_id)
+
+
+def legend_from(counts: dict[Outcome, str] | None, standing: str | None, cut: str | None, trusted: str | None,
+                elem_id: str = "viasd-legend") -> str:
+    """The legend with each outcome's count as shown (None: no counts); the audit's key when the run keeps
+    `trusted` (its kind of draft, `trusted_kind`) on trust, with the tokens standing and cut as shown."""
     items = []
     for outcome, (_, label, meaning) in OUTCOMES.items():
         cls = "tok replaced" if outcome in REPLACED else "tok"
-        count = f' <span class="count">×{counts[outcome]}</span>' if trace is not None else ""
+        count = f' <span class="count">×{counts[outcome]}</span>' if counts is not None else ""
         items.append(f'<span class="item" title="{html.escape(meaning)}"><span class="{cls} {outcome_class(outcome)}">'
                      f'{html.escape(label)}</span>{count}</span>')
     key = ('<span class="item">underline: ··· tier 1 · - - tier 2 · ── tier 3 · boxed with ══: replaced a '
            'rejected draft</span>')
-    if trace is None or keeps_on_trust(trace):
-        standing, cut, _ = audit_counts(trace) if trace is not None else (0, 0, 0)
-        count = (lambda n: f' <span class="count">×{n}</span>') if trace is not None else (lambda n: "")
-        kind = "copy or draft" if trace is None else _trusted_kind(trace)
+    if trusted is not None:
+        def count(n: str | None) -> str:
+            return f' <span class="count">×{n}</span>' if n is not None else ""
+
         key += (f'<span class="item" title="{html.escape(TRUST["audited"])}"><span class="tok trusted">'
-                f'line above: {kind} kept on trust, then audited</span>{count(standing)}</span>'
+                f'line above: {trusted} kept on trust, then audited</span>{count(standing)}</span>'
                 f'<span class="item" title="{html.escape(TRUST["awaiting"])}"><span class="tok trusted awaiting">'
                 'dashed box: audit pending</span></span>'
                 f'<span class="item" title="{html.escape(CUT)}"><span class="tok cut">struck through: cut by the '
@@ -189,8 +199,10 @@ def keeps_on_trust(trace: Trace) -> bool:
     return trace.policy.audits or any(t.audit != Audit.NONE for t in [*trace.tokens, *trace.rolled_back])
 
 
-def _trusted_kind(trace: Trace) -> str:
-    """What this run keeps on trust, in the legend's words: its policy's kinds of draft."""
+def trusted_kind(trace: Trace) -> str | None:
+    """What this run keeps on trust, in the legend's words ("copy", "draft", "copy or draft"; None: nothing)."""
+    if not keeps_on_trust(trace):
+        return None
     policy = trace.policy
     if policy.copies_on_trust and policy.model_drafts_on_trust:
         return "copy or draft"

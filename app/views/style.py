@@ -88,9 +88,43 @@ CSS = """
 .min_value, .max_value, .label-wrap .icon {color: var(--viasd-muted) !important;}
 button[role=tab].selected {color: #1d4ed8;}
 .dark button[role=tab].selected, .dark #viasd-files .download-link, .dark .prose a {color: #93c5fd;}
-#viasd-status {font-size: 1.0rem; min-height: 1.6rem;}
-#viasd-status p {margin: 0;}
+#viasd-status {font-size: 1.0rem; height: 1.6rem; overflow: hidden;}
+#viasd-status p {margin: 0; white-space: nowrap; overflow: hidden; text-overflow: ellipsis;}
+#viasd-status [data-testid=status-tracker] {display: none !important;}
 #viasd-status .pending, #viasd-status.pending {opacity: 1;}  /* the line that says a run is queued stays readable */
+#viasd-cockpit #viasd-tau-accept .head label, #viasd-cockpit #viasd-tau-slim .head label,
+#viasd-cockpit #viasd-gamma .head label {font-size: 0.9rem;}
+#viasd-recorded-buttons {flex-wrap: nowrap; gap: 0.4rem;}
+#viasd-recorded-buttons button {min-width: 0; white-space: nowrap; font-size: 0.8rem; padding: 0.2rem 0.4rem;}
+#viasd-example input {padding-right: 2.2rem; text-overflow: ellipsis;}
+.viasd-stale {opacity: 0.45; filter: grayscale(0.7); transition: opacity 0.1s;}
+.viasd-headline.ghost .value {opacity: 0.55; font-style: italic;}
+.viasd-headline.ghost .stat {border-style: dashed;}
+#viasd-notch .viasd-notch-line {font-size: 0.9rem; white-space: nowrap; overflow: hidden; text-overflow: ellipsis;
+  height: 1.3rem; color: var(--viasd-fg);}
+#viasd-notch .viasd-grid-line {font-size: 0.8rem; line-height: 1.1rem; color: var(--viasd-muted); height: 2.2rem;
+  overflow: hidden; display: -webkit-box; -webkit-line-clamp: 2; -webkit-box-orient: vertical;}
+.viasd-why {margin: 0.2rem 0; color: var(--viasd-fg);}
+.viasd-tradeoff .keys {display: flex; flex-wrap: wrap; gap: 0.1rem 0.8rem; font-size: 0.85rem; color: var(--viasd-fg);}
+.viasd-tradeoff .k::before {content: ""; display: inline-block; width: 1.1rem; height: 0; margin-right: 0.3rem;
+  vertical-align: middle; border-top: 3px solid currentColor;}
+.viasd-tradeoff .k.speed::before {border-color: #0072B2;}
+.viasd-tradeoff .k.words::before {border-color: #D55E00;}
+.viasd-tradeoff .k.rejected::before {border-color: #009E73; border-top-style: dashed;}
+.viasd-tradeoff .k.at::before {display: none;}
+.viasd-tradeoff-svg, .viasd-picker-svg {width: 100%; height: auto; display: block;}
+.viasd-tradeoff-svg text, .viasd-picker-svg text {font-size: 11px; fill: var(--viasd-fg);}
+.viasd-tradeoff-svg path {fill: none; stroke-width: 2.5;}
+.viasd-tradeoff-svg path.speed {stroke: #0072B2;} .viasd-tradeoff-svg circle.speed {fill: #0072B2;}
+.viasd-tradeoff-svg path.words {stroke: #D55E00;} .viasd-tradeoff-svg circle.words {fill: #D55E00;}
+.viasd-tradeoff-svg path.rejected {stroke: #009E73; stroke-dasharray: 5 3;}
+.viasd-tradeoff-svg line.axis {stroke: var(--viasd-muted);}
+.viasd-tradeoff-svg line.plain {stroke: var(--viasd-muted); stroke-dasharray: 3 3;}
+.viasd-tradeoff-svg line.now {stroke: var(--viasd-fg); stroke-width: 2;}
+.viasd-picker-svg rect.cell {fill: var(--viasd-panel); stroke: var(--viasd-border); cursor: pointer;}
+.viasd-picker-svg rect.cell.done {fill: #56B4E955;}
+.viasd-picker-svg rect.cell.invalid {fill: var(--viasd-bg); cursor: not-allowed;}
+.viasd-picker-svg rect.cell.here {stroke: var(--viasd-fg); stroke-width: 3;}
 #viasd-compare-table table {font-size: 0.9rem;}
 #viasd-compare-table th, #viasd-grid-table th, #viasd-compare-table th *, #viasd-grid-table th * {
   word-break: normal !important; overflow-wrap: normal !important; hyphens: none;}

@@ -52,6 +52,8 @@ def tradeoff_chart(points: pd.DataFrame | None, current: tuple[str, str] | None 
     if points is None or points.empty:
         fig.add_annotation(x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
                            text="press “Run VIA-SD, BiLD and cascades” to fill this chart")
+        fig.update_xaxes(range=[0, 100])  # an empty chart's axes start at 0, not plotly's -1
+        fig.update_yaxes(range=[0, 2])
     else:
         fronts = pareto_fronts(points)
         if "difference_measure" in points:  # until word-level fidelity lands: 1 - token agreement

@@ -25,6 +25,7 @@ import torch
 from core.errors import ModelLoadError, TokenizerMismatchError, shown
 from core.models.catalog import EMBEDDED_ID, QWEN_CODER_05B_ID, QWEN_CODER_15B_ID, WHEEL_MODELS
 from core.models.drafter_quant import DrafterQuant, check, quantise
+from core.models.load_progress import weights_progress
 from core.models.memo import PredictionMemo
 from core.models.pairs import pair_preset_for
 from core.models.policy import ModelPolicy, ModelSize, hub_reachable, local_folder
@@ -150,8 +151,9 @@ def load_model(name: str = EMBEDDED_ID, device: str | None = None, dtype: str | 
     progress("load", 0, 1)
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False, local_files_only=offline)
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype, trust_remote_code=False,
-                                                     local_files_only=offline)
+        with weights_progress(lambda done, total: progress("load", done, total + 1)):  # +1: moving to the device
+            model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype, trust_remote_code=False,
+                                                         local_files_only=offline)
     except Exception as exc:  # transformers raises OSError, ValueError, HTTP errors, ...
         where = "local folder" if local else "Hugging Face Hub id"
         hint = " (the Hub is unreachable from here and it is not in the local cache)" if offline else ""

@@ -10,6 +10,7 @@ import pytest
 from app_fixtures import (  # noqa: F401  (fixtures)
     PROMPT,
     SETTINGS,
+    TEST_SETTINGS,
     app_client_fixture,
     app_url_fixture,
     by_name,
@@ -76,16 +77,22 @@ def test_reroute_changes_routing_and_flags_timing(app_client: object) -> None:
     assert "Re-routed in" in high[1]
     assert {s["tier"] for s in spans_high} == {3}
     assert m_high["identical_to_full"] is True  # only the full model decided: same text as plain greedy
-    assert m_high["timing_complete"] is False and "NOT meaningful" in high[3]
+    assert m_high["timing_complete"] is False and "not the run's" in high[3]
     assert m_low["modelled_speedup"] != pytest.approx(m_high["modelled_speedup"])
 
 
-def test_out_of_order_thresholds_give_a_message(app_client: object) -> None:
-    bad = settings_with(tau_accept=0.4, tau_slim=0.8)
-    result = app_client.predict(PROMPT, *bad, api_name="/reroute")
-    assert "thresholds out of order" in result[1] and "last good result" in result[1]
-    again = app_client.predict(PROMPT, *SETTINGS, api_name="/reroute")  # the app keeps working
-    assert "Re-routed" in again[1]
+def test_out_of_order_or_out_of_range_thresholds_are_clamped_with_one_line(app_client: object) -> None:
+    """Sliders never refuse: τ_slim above τ_accept follows it down, a value out of range is clamped, each said in
+    one line, and the run is the one with the values used."""
+    result = app_client.predict(PROMPT, *settings_with(tau_accept=0.4, tau_slim=0.8), api_name="/reroute")
+    assert "τ_slim 0.8 above τ_accept 0.4: τ_slim follows τ_accept down to 0.4" in result[1]
+    assert "Re-routed" in result[1] and "out of order" not in result[1]
+    assert "τ 0.4 / 0.4" in result[1]
+    result = app_client.predict(PROMPT, *settings_with(tau_accept=1.5, max_new_tokens=0), api_name="/generate")
+    assert "τ_accept 1.5 is above its range (0–1): using 1" in result[1]
+    assert "max new tokens 0 is below its range (1–" in result[1] and "1 token in 1 round" in result[1]
+    again = app_client.predict(PROMPT, *SETTINGS, api_name="/generate")  # the app keeps working
+    assert again[1].startswith("**Done")
 
 
 @pytest.mark.parametrize(("prompt", "expected"), [("   ", "prompt is empty"), ("x" * 25_000, "the limit is")],
@@ -212,21 +219,30 @@ def test_models_can_be_switched_per_session_and_bad_ids_leave_the_app_working(ap
     assert result[4]["drafter_calls"] > 0
 
 
-def test_neighbouring_threshold_pairs_are_prefetched_so_a_one_notch_drag_computes_nothing(app_client: object) -> None:
-    from app.prefetch import PREFETCHER, neighbour_pairs
-    from app.session import SESSIONS
+def test_the_runs_grid_is_prefetched_nearest_first_so_a_one_notch_drag_computes_nothing(app_client: object) -> None:
+    import time
 
-    assert neighbour_pairs(0.5, 0.3)[:4] == [(0.45, 0.3), (0.5, 0.25), (0.5, 0.35), (0.55, 0.3)]
-    assert all(0.0 <= s <= a <= 1.0 for a, s in neighbour_pairs(0.05, 0.05))
+    from app.grids import GRIDS
+    from app.prefetch import PREFETCHER
+    from app.session import SESSIONS
+    from core.sweeps.grid import Point
+
     settings = settings_with(tau_accept=0.45, tau_slim=0.3)
     app_client.predict(PROMPT, *settings, api_name="/generate")
-    PREFETCHER.wait()
-    assert (0.5, 0.3) in PREFETCHER.done
+    grid = PREFETCHER.grid
+    assert grid is not None and grid.prompt == PROMPT and grid.total > 100
+    neighbour = Point(0.5, 0.3, TEST_SETTINGS.gamma)
+    assert neighbour in grid.grid.nearest_first(Point(0.45, 0.3, TEST_SETTINGS.gamma))[:3]
+    started = time.perf_counter()
+    while grid.trace(neighbour) is None and time.perf_counter() - started < 300:
+        time.sleep(0.2)
+    PREFETCHER.stop()
+    assert grid.trace(neighbour) is not None and GRIDS.find(PROMPT, grid.config, grid.models) is grid
     memo = SESSIONS.default_bundle().memo
     misses = memo.misses
     result = app_client.predict(PROMPT, *settings_with(tau_accept=0.5, tau_slim=0.3), api_name="/reroute")
     assert "Re-routed" in result[1]
-    assert memo.misses == misses, "every prediction of the neighbouring pair should come from the memo"
+    assert memo.misses == misses, "a computed point of the grid needs no model prediction"
 
 
 def test_two_visitors_at_once_both_get_their_own_complete_run(app_url: str) -> None:
@@ -267,7 +283,7 @@ def test_the_app_opens_on_the_spelling_fix_with_the_lookup_preset() -> None:
     """The default Settings are grounded prompt 3 with every decoding value read from LOOKUP_PRESET."""
     from app import share
     from app.settings import Settings
-    from app.tabs.generate import COPY_EVIDENCE_CHOICES
+    from app.tabs.generate_layout import COPY_EVIDENCE_CHOICES
     from core.config import COPY_EVIDENCE, LOOKUP_PRESET, DecodeConfig
     from core.errors import ConfigError
     from examples import load_prompts

@@ -40,10 +40,14 @@ def test_the_prediction_line_is_the_engines_own_re_route_wherever_it_claims_to_b
 
     bundle = SESSIONS.default_bundle()
     final = streaming.drain(streaming.run(OPENING, "live-test", replay=True))
-    PREFETCHER.wait()
+    PREFETCHER.wait(timeout=20)  # some of the run's grid, nearest first
+    PREFETCHER.stop()
     trace, reliability = final["trace"], final["reliability"]
     assert "exactly the run on screen" in final["prediction"]
-    for tau_accept, tau_slim in [*PREFETCHER.done, (0.75, 1.0), (0.05, 0.05)]:
+    computed = [(t.config.tau_accept, t.config.tau_slim) for t in PREFETCHER.grid.traces.values()
+                if t.config.gamma == OPENING.gamma]
+    assert len(computed) > 1
+    for tau_accept, tau_slim in [*computed, (0.75, 1.0), (0.05, 0.05)]:
         line = streaming.prediction(trace, reliability, tau_accept, tau_slim)
         if line.startswith("Rough estimate"):
             continue

@@ -20,10 +20,15 @@ def test_five_concurrent_clients_each_get_their_own_correct_answer(app_url: str)
 
 
 def test_helpers_fill_defaults_and_find_the_trace(tmp_path: object) -> None:
+    from app.settings import Settings
+
     params = [{"parameter_name": "prompt", "parameter_has_default": False, "example_input": "hi"},
-              {"parameter_name": "gamma", "parameter_has_default": True, "parameter_default": 4}]
-    assert call_kwargs(params, {"prompt": "mine", "unknown": 1}) == {"prompt": "mine", "gamma": 4}
-    assert call_kwargs(params, {}) == {"prompt": "hi", "gamma": 4}
+              {"parameter_name": "gamma", "parameter_has_default": True, "parameter_default": 6},
+              {"parameter_name": "other", "parameter_has_default": True, "parameter_default": 4}]
+    # a setting left out takes the API's default (Settings), not the opening page's widget value (the pair's 6)
+    assert call_kwargs(params, {"prompt": "mine", "unknown": 1}) == {"prompt": "mine", "gamma": Settings.gamma,
+                                                                     "other": 4}
+    assert call_kwargs(params, {"gamma": 3}) == {"prompt": Settings.prompt, "gamma": 3, "other": 4}
     path = tmp_path / "t.json"
     path.write_text('{"prompt": "p", "tokens": []}')
     assert find_trace(("<html>", ["a.csv", str(path)])) == {"prompt": "p", "tokens": []}

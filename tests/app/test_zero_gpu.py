@@ -57,7 +57,7 @@ def test_each_jobs_duration_resolves_on_its_own_arguments() -> None:
     walkthrough = next(iter(classroom._walkthroughs()))
     asks = {
         "generate": _lease(generate._run, gpu.settings_seconds, settings, "session", True),
-        "reroute": _lease(generate._reroute, gpu.settings_seconds, settings, "session", None, None, None),
+        "reroute": _lease(generate._reroute, gpu.settings_seconds, settings, "session", None, None),
         "compare": _lease(compare._compare, gpu.compare_seconds, settings, "session", True),
         "walkthrough": _lease(classroom._run_walkthrough, classroom._walkthrough_seconds, walkthrough, "session"),
         "fix": _lease(classroom._run_fix, classroom._walkthrough_seconds, walkthrough, "session"),

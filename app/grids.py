@@ -1,0 +1,136 @@
+"""The computed points of each run on screen: recorded sweeps and what the background prefetch computed.
+
+A run here is a prompt, every setting but the three live sliders (τ_accept, τ_slim, γ) and the models that
+ran it. Its `RunGrid` holds one trace per grid point computed so far, in the order they were computed: a
+shipped sweep (app.recorded) arrives complete; a live run's grid fills in as the prefetcher works through
+it, nearest first. A re-route to a computed point needs no model: the trace is there. The page receives
+the same points (app.views.page_grid), so a slider notch inside the grid never waits for the server.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.analysis.reliability import ReliabilityData
+from core.config import DecodeConfig
+from core.sweeps.grid import Grid, Point, default_grid
+from core.trace import Trace
+
+MAX_RUNS = 16
+"""Live runs whose grids are kept (least recently used out first); recorded sweeps always stay."""
+
+
+def run_key(prompt: str, config: DecodeConfig, models: tuple[str, ...]) -> tuple:
+    """A run up to its live sliders: the prompt, every other setting and the models (names and dtype)."""
+    return prompt, config.with_(tau_accept=0.0, tau_slim=0.0, gamma=0), tuple(models)
+
+
+def run_id(key: tuple) -> str:
+    """A short stable name for a run (the page tells runs apart by it)."""
+    return hashlib.sha256(repr(key).encode()).hexdigest()[:16]
+
+
+def models_of(trace: Trace) -> tuple[str, str, str]:
+    """(verifier, drafter, dtype) of the models a trace ran on, as the trace recorded them."""
+    info = trace.models
+    return str(info.get("verifier")), str(info.get("drafter")), str(info.get("dtype"))
+
+
+@dataclass
+class RunGrid:
+    """One run's grid and the traces of the points computed so far."""
+
+    prompt: str
+    config: DecodeConfig  # the run's own settings (its point is the first computed)
+    grid: Grid
+    models: tuple[str, str, str]
+    traces: dict[str, Trace] = field(default_factory=dict)  # point key -> trace, in the order computed
+    reliability: ReliabilityData | None = None  # teacher-forced signals of the run's own text
+    recorded: dict[str, Any] | None = None  # a shipped sweep's meta (models, machine, date, command)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def key(self) -> tuple:
+        return run_key(self.prompt, self.config, self.models)
+
+    @property
+    def id(self) -> str:
+        return run_id(self.key)
+
+    @property
+    def total(self) -> int:
+        return len(self.grid.points())
+
+    def add(self, point: Point, trace: Trace) -> None:
+        with self._lock:
+            self.traces.setdefault(point.key, trace)
+
+    def trace(self, point: Point | None) -> Trace | None:
+        if point is None:
+            return None
+        with self._lock:
+            return self.traces.get(point.key)
+
+    def computed(self, start: int = 0) -> list[tuple[str, Trace]]:
+        """The points computed so far, from the `start`-th on (in the order computed)."""
+        with self._lock:
+            return list(self.traces.items())[start:]
+
+    def missing(self) -> list[Point]:
+        """The grid's points not computed yet, nearest the run's own first."""
+        with self._lock:
+            done = set(self.traces)
+        return [p for p in self.grid.nearest_first(Point.of(self.config)) if p.key not in done]
+
+
+class GridStore:
+    """Every run's grid by run key, behind one lock; recorded sweeps are pinned, live runs kept LRU."""
+
+    def __init__(self, max_runs: int = MAX_RUNS) -> None:
+        self._lock = threading.Lock()
+        self._recorded: dict[tuple, RunGrid] = {}
+        self._live: OrderedDict[tuple, RunGrid] = OrderedDict()
+        self.max_runs = max_runs
+
+    def pin(self, grid: RunGrid) -> None:
+        """Keep a recorded sweep for good (it serves every visitor who reaches its run)."""
+        with self._lock:
+            self._recorded[grid.key] = grid
+
+    def find(self, prompt: str, config: DecodeConfig, models: tuple[str, ...]) -> RunGrid | None:
+        key = run_key(prompt, config, models)
+        with self._lock:
+            found = self._recorded.get(key) or self._live.get(key)
+            if key in self._live:
+                self._live.move_to_end(key)
+            return found
+
+    def for_trace(self, trace: Trace) -> RunGrid:
+        """The grid of the run `trace` belongs to (made around the trace's own point when new); the trace is
+        added as its point."""
+        config = trace.config
+        models = models_of(trace)
+        grid = self.find(trace.prompt, config, models)
+        if grid is None:
+            grid = RunGrid(trace.prompt, config, default_grid(config), models)
+            with self._lock:
+                grid = self._live.setdefault(grid.key, grid)
+                while len(self._live) > self.max_runs:
+                    self._live.popitem(last=False)
+        grid.add(Point.of(config), trace)
+        return grid
+
+    def by_id(self, grid_id: str) -> RunGrid | None:
+        with self._lock:
+            return next((g for g in (*self._recorded.values(), *self._live.values()) if g.id == grid_id), None)
+
+    def recorded(self) -> list[RunGrid]:
+        with self._lock:
+            return list(self._recorded.values())
+
+
+GRIDS = GridStore()

@@ -1,0 +1,158 @@
+"""The opening screen and the notch in the browser: a recorded sweep, drawn with no model and no round trip.
+
+In headless Chromium at 1366x900 the app opens on the recorded Qwen2.5-Coder pair sweep. What the page script
+(app/static/viasd.js) draws for a point must be what the server draws for that point's trace, to the byte:
+text, headline, legend and the why sentence, for points across the grid. A far τ_accept move (0.90 -> 0.50)
+changes the speed-up by at least 0.3x and words differing by at least 5 points. Sliders never refuse: τ_slim
+follows τ_accept down and back up; γ between grid values snaps to the nearest, and says so; a value outside
+the grid shows ghost numbers and, released, asks for a live run instead of loading the pair.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from app_fixtures import app_url_fixture, browser_fixture  # noqa: F401  (fixtures)
+
+from app import recorded
+from app.views import cards, render
+from app.views.insight import why_html
+from core.analysis.metrics import summarize
+from core.sweeps.grid import Point
+
+pytestmark = [pytest.mark.browser]
+VIEWPORT = {"width": 1366, "height": 900}
+
+
+@pytest.fixture(scope="module")
+def opening():
+    grid = recorded.load(recorded.OPENING)
+    assert grid is not None, recorded.PROBLEMS
+    return grid
+
+
+@pytest.fixture()
+def page(browser, app_url: str):
+    context = browser.new_context(viewport=VIEWPORT)
+    pg = context.new_page()
+    pg.goto(app_url, wait_until="domcontentloaded")
+    pg.wait_for_function("() => window.viasd && window.viasd.grid && document.querySelector('#viasd-tokens .tok')",
+                         timeout=60_000)
+    yield pg
+    context.close()
+
+
+def _headline(page) -> list[str]:
+    return page.eval_on_selector_all("#viasd-headline .value", "els => els.map(e => e.innerText)")
+
+
+def _slider(page, elem_id: str) -> float:
+    return float(page.input_value(f"#{elem_id} input[type=range]"))
+
+
+def _type(page, elem_id: str, value: float) -> None:
+    """Type a value into a slider's number box (an input event per keystroke), then leave it (a release)."""
+    box = page.locator(f"#{elem_id} input[type=number]")
+    box.fill(str(value))
+    box.press("Tab")
+
+
+def test_the_app_opens_on_the_recorded_pair_sweep(page, opening) -> None:
+    status = page.inner_text("#viasd-status")
+    assert status.startswith("Recorded run") and "no model loaded" in status
+    line = page.inner_text("#viasd-notch")
+    meta = opening.recorded
+    assert meta["recorded"] in line and "qwen2.5-coder-1.5b-instruct verifying" in line
+    assert meta["dtype"] in line and "a live run changes the wall clock, nothing else" in line
+    assert f"all {opening.total} points" in line
+    assert page.locator("#viasd-tradeoff svg path.speed").count() == 1
+    page.click("#viasd-models > button, #viasd-models .label-wrap")  # the Models panel names the recorded pair
+    assert page.input_value("#viasd-verifier textarea, #viasd-verifier input") == meta["load"]["verifier"]
+
+
+def test_the_page_draws_a_point_exactly_as_the_server_does(page, opening) -> None:
+    keys = list(opening.traces)
+    for key in (keys[0], keys[1], keys[len(keys) // 2], keys[-1]):
+        trace = opening.traces[key]
+        drawn = page.evaluate("(k) => { const v = window.viasd, p = v.grid.points[k]; return [v.tokensHtml(p), "
+                              "v.headlineHtml(p), v.legendHtml(p), p.why]; }", key)
+        assert drawn[0] == render.tokens_html(trace), key
+        assert drawn[1] == cards.headline_html(summarize(trace), trace), key
+        assert drawn[2] == render.legend_html(trace), key
+        assert drawn[3] == why_html(trace), key
+
+
+def test_a_far_move_trades_speed_for_fidelity_with_no_server_call(page, opening) -> None:
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    _type(page, "viasd-tau-accept", 0.9)
+    page.wait_for_timeout(300)
+    before = _headline(page)
+    requests.clear()
+    box = page.locator("#viasd-tau-accept input[type=number]")
+    box.fill("0.5")  # an input event: the page draws the point; no release yet, so no request either
+    page.wait_for_function("() => document.querySelector('#viasd-notch').innerText.includes('τ_accept 0.50')")
+    after = _headline(page)
+    assert not [r for r in requests if "/queue/join" in r or "/run/" in r], requests
+    speed = [float(v.split("×")[0]) for v in (before[0], after[0])]
+    words = [int(v.rstrip("%")) for v in (before[2], after[2])]
+    assert speed[1] - speed[0] >= 0.3 and words[1] - words[0] >= 5, (before, after)
+    expected = opening.traces[Point(0.5, 1.0, opening.config.gamma).key]
+    assert page.inner_html("#viasd-tokens-box") .count('class="tok') == len(expected.tokens)
+    box.press("Tab")  # the release: the server re-route fills the cards and charts, no model loaded
+    page.wait_for_function("() => /^Re-routed/.test(document.querySelector('#viasd-status').innerText)",
+                           timeout=30_000)
+    assert "recorded" in page.inner_text("#viasd-status")
+
+
+def test_tau_slim_follows_tau_accept_down_and_back_up(page) -> None:
+    _type(page, "viasd-tau-slim", 0.6)  # snaps to the calibrated 0.575
+    page.wait_for_timeout(300)
+    assert "τ_slim 0.575" in page.inner_text("#viasd-notch")
+    _type(page, "viasd-tau-accept", 0.4)
+    page.wait_for_timeout(300)
+    assert _slider(page, "viasd-tau-slim") == pytest.approx(0.4)
+    _type(page, "viasd-tau-accept", 0.85)
+    page.wait_for_timeout(300)
+    assert _slider(page, "viasd-tau-slim") == pytest.approx(0.6)
+    page.wait_for_timeout(1500)
+    assert "out of order" not in page.inner_text("body")
+
+
+def test_gamma_between_grid_values_snaps_and_says_so(page, opening) -> None:
+    _type(page, "viasd-gamma", 5)
+    page.wait_for_timeout(300)
+    line = page.inner_text("#viasd-notch")
+    assert re.search(r"γ 6 \(nearest to .*γ 5\)", line), line
+
+
+def test_outside_the_grid_the_numbers_are_ghosts_and_no_model_loads(page) -> None:
+    box = page.locator("#viasd-tau-accept input[type=number]")
+    box.fill("0.1")
+    page.wait_for_timeout(300)
+    assert page.locator("#viasd-headline.ghost").count() == 1
+    assert "not in the grid" in page.inner_text("#viasd-notch")
+    box.press("Tab")
+    page.wait_for_function("() => document.querySelector('#viasd-status').innerText.includes('outside the recorded')",
+                           timeout=30_000)
+    assert "Run it live" in page.inner_text("#viasd-status")
+
+
+def test_the_picker_sets_both_sliders(page) -> None:
+    page.click("#viasd-picker-box button, #viasd-picker-box .label-wrap")
+    cell = page.locator('#viasd-picker rect.cell[data-a="0.70"][data-s="0.40"]')
+    cell.click()
+    page.wait_for_timeout(500)
+    assert _slider(page, "viasd-tau-accept") == pytest.approx(0.7)
+    assert _slider(page, "viasd-tau-slim") == pytest.approx(0.4)
+    assert "τ_accept 0.70 · τ_slim 0.40" in page.inner_text("#viasd-notch")
+
+
+def test_the_page_snaps_as_the_grid_does(page, opening) -> None:
+    values = [(a / 20, s / 20, g) for a in range(0, 21, 3) for s in range(0, 21, 4) for g in (1, 4, 5, 7, 8, 9)]
+    snapped = page.evaluate("(vs) => vs.map(([a, s, g]) => { const q = window.viasd.snap(a, s, g); "
+                            "return q ? `${q.a}|${q.s}|${q.g}` : null; })", values)
+    expected = [(p.key if (p := opening.grid.snap(a, s, g)) else None) for a, s, g in values]
+    assert snapped == expected
+    assert any(k is None for k in expected) and len({k for k in expected if k}) > 10

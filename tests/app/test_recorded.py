@@ -1,0 +1,102 @@
+"""Recorded sweeps in the app: served with no model, encoded for the page and fed to it, bad files in one line.
+
+A re-route to a recorded point is drawn from the recorded trace with no model (the session's bundle is never
+asked for); the page data holds every point, and what arrives later arrives as a delta against the same tables.
+A missing, corrupt or foreign sweep file gives one line and is left out; the app keeps everything else.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+
+import pytest
+
+from app import recorded, streaming
+from app.grids import GRIDS, GridStore, RunGrid
+from app.session import SESSIONS
+from app.settings import Settings
+from app.views.page_grid import FEED, PageFeed, page_json
+from core.sweeps.grid import Point
+
+
+@pytest.fixture(scope="module")
+def opening() -> RunGrid:
+    grid = recorded.load(recorded.OPENING)
+    assert grid is not None, recorded.PROBLEMS
+    return grid
+
+
+def test_every_shipped_sweep_loads_and_is_pinned(opening) -> None:
+    grids = recorded.load_all()
+    assert {g.id for g in grids} <= {g.id for g in GRIDS.recorded()} and len(grids) >= 6, recorded.PROBLEMS
+    assert not recorded.PROBLEMS
+    total = sum(p.stat().st_size for p in recorded.SWEEPS.glob("*.sweep.json.gz"))
+    assert total <= 5 * 2**20, f"shipped sweeps take {total / 2**20:.1f} MiB (at most 5 MiB)"
+    for grid in grids:
+        assert len(grid.traces) == grid.total and not grid.missing()
+
+
+def test_a_recorded_point_is_served_with_no_model(opening, monkeypatch) -> None:
+    def no_model(*args, **kwargs):
+        raise AssertionError("a recorded point must not need a model")
+
+    monkeypatch.setattr(SESSIONS, "bundle", no_model)
+    base = next(iter(opening.traces.values()))
+    target = Point(0.5, 1.0, opening.config.gamma)
+    settings = Settings.of(target.apply(opening.config), opening.prompt)
+    merged = streaming.drain(streaming.run(settings, "test-recorded", replay=True, phase="Re-routed",
+                                           previous=base, models=tuple(opening.recorded["load"][k] or ""
+                                                                       for k in ("verifier", "drafter"))))
+    assert merged["trace"] is opening.traces[target.key]
+    assert merged["status"].startswith("**Re-routed") and "recorded" in merged["status"]
+    assert {"metrics", "timeline_plot", "breakeven_plot", "files", "why"} <= set(merged)
+
+
+def test_outside_a_recorded_grid_the_app_asks_for_a_live_run(opening, monkeypatch) -> None:
+    monkeypatch.setattr(SESSIONS, "bundle", lambda *a, **k: pytest.fail("no model may load for a slider"))
+    base = next(iter(opening.traces.values()))
+    settings = Settings.of(opening.config.with_(tau_accept=0.1), opening.prompt)
+    models = (opening.recorded["load"]["verifier"], opening.recorded["load"]["drafter"])
+    merged = streaming.drain(streaming.run(settings, "test-outside", replay=True, previous=base, models=models))
+    assert "outside the recorded grid" in merged["status"] and "Run it live" in merged["status"]
+
+
+def test_the_page_gets_every_point_then_deltas(opening) -> None:
+    text, cursor = page_json(opening)
+    data = json.loads(text)
+    assert data["kind"] == "grid" and len(data["points"]) == opening.total == cursor.points
+    assert set(data["axes"]) == {"a", "s", "g"} and data["recorded"] and data["base"] == next(iter(opening.traces))
+    assert len(text) < 400_000, f"the opening's page data is {len(text)} bytes"
+    grid = RunGrid(opening.prompt, opening.config, opening.grid, ("m", "d", "bf16"))
+    keys = list(opening.traces)
+    for key in keys[:3]:
+        grid.traces[key] = opening.traces[key]
+    store, feed = GridStore(), PageFeed()
+    store.pin(grid)
+    first = json.loads(feed.full("s", grid))
+    assert list(first["points"]) == keys[:3]
+    assert feed.more("s", store) == (None, True)
+    grid.traces[keys[3]] = opening.traces[keys[3]]
+    delta, coming = feed.more("s", store)
+    delta = json.loads(delta)
+    assert delta["kind"] == "more" and list(delta["points"]) == [keys[3]] and coming
+    assert delta["texts_from"] == len(first["texts"]) and delta["kinds_from"] == len(first["kinds"])
+    assert FEED.more("nobody", store) == (None, False)
+
+
+def test_a_bad_sweep_file_gives_one_line_and_nothing_else_changes(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(recorded, "PROBLEMS", {})
+    monkeypatch.setattr(recorded, "_loaded", {})
+    shutil.copy(recorded.SWEEPS / f"{recorded.OPENING}.sweep.json.gz", tmp_path / "good.sweep.json.gz")
+    (tmp_path / "broken.sweep.json.gz").write_bytes(b"\x1f\x8b not really")
+    data = json.loads(gzip.decompress((tmp_path / "good.sweep.json.gz").read_bytes()))
+    data["meta"]["models"]["verifier"]["sha256"] = "0" * 64
+    (tmp_path / "foreign.sweep.json.gz").write_bytes(gzip.compress(json.dumps(data).encode()))
+    grids = recorded.load_all(tmp_path)
+    assert len(grids) == 1 and recorded.load("missing", tmp_path) is None
+    assert set(recorded.PROBLEMS) == {"broken", "foreign", "missing"}
+    assert "recorded for other verifier weights" in recorded.PROBLEMS["foreign"]
+    line = recorded.problem_line()
+    assert line.count("\n") == 0 and "run live instead" in line
