@@ -28,8 +28,8 @@ def tradeoff_table(grid: RunGrid) -> str:
             continue
         metrics = summarize(trace)
         speed, rejected, words, _ = headline_values(metrics)
-        label = f"{tau:.2f}" + (" (classic SD)" if switched_off(tau) else " (recommended)" if tau == grid.config.tau_accept
-                                else "")
+        note = " (classic SD)" if switched_off(tau) else " (recommended)" if tau == grid.config.tau_accept else ""
+        label = f"{tau:.2f}{note}"
         rows.append(f"| {label} | {speed} | {words} | {rejected} | {metrics['share_direct-accepted']:.0%} |")
     return "\n".join(rows)
 
