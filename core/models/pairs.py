@@ -14,9 +14,9 @@ from pathlib import Path
 
 from core.errors import ModelPolicyError
 from core.models.catalog import QWEN_CODER_05B_ID, QWEN_CODER_15B_ID, WHEEL_MODELS
+from core.models.install import converted_dir
 from core.models.policy import ModelPolicy, ModelSize, cached_snapshot, hub_reachable, local_folder, wheel_model_size
 from core.models.resources import cache_dir, free_disk
-from core.models.wheels import converted_dir
 
 _RECORDED = "recorded 2026-11 from the Hub pages, approximate"
 
@@ -47,7 +47,7 @@ class PairPreset:
 
     @property
     def disk_bytes(self) -> int:
-        """Disk an offline pair needs while it installs: wheels, the joined GGUF and the float32 copy."""
+        """Disk an offline pair needs while it installs: wheels, the joined GGUF and the converted copy."""
         models = [WHEEL_MODELS[name] for name in (self.drafter, self.verifier) if name in WHEEL_MODELS]
         return sum(m.download_bytes + m.gguf_size + m.converted_bytes for m in models)
 
