@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import tempfile
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import torch
 
+from app.exports import export_files
 from app.fidelity_cache import FIDELITY
 from app.prefetch import PREFETCHER, tier_shares
 from app.session import SESSIONS
@@ -38,17 +37,6 @@ barrier for a descheduled thread: the opening preset's replay took 28-1291 ms wi
 with 1, interleaved in one run at load average 3.9 (/tmp profiling, README "Live re-routing")."""
 
 Update = dict[str, Any]
-
-
-def export_files(trace: Trace) -> list[str]:
-    """Write the trace as tokens CSV, rounds CSV and JSON into a fresh temp folder; return the paths."""
-    folder = Path(tempfile.mkdtemp(prefix="viasd-trace-"))
-    stem = f"viasd_{trace.config.mode}_{time.strftime('%Y%m%d-%H%M%S')}"
-    paths = [folder / f"{stem}_tokens.csv", folder / f"{stem}_rounds.csv", folder / f"{stem}.json"]
-    trace.to_dataframe().to_csv(paths[0], index=False)
-    trace.rounds_dataframe().to_csv(paths[1], index=False)
-    paths[2].write_text(trace.to_json())
-    return [str(p) for p in paths]
 
 
 def status_line(trace: Trace, phase: str) -> str:
