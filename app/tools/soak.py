@@ -22,15 +22,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
-import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 from app.tools import soak_actions as actions
+from app.tools.load_test import launch_app
 from app.tools.soak_actions import Answer, Visitor
 from app.tools.soak_check import Checker
 from app.tools.soak_report import Sample, SoakReport, write_png
@@ -58,30 +56,6 @@ def process_sample(pid: int, at_s: float) -> Sample | None:
     except (OSError, ValueError):
         return None
     return Sample(at_s, int(status["VmRSS"].split()[0]) / 1024, int(status["Threads"]), handles)
-
-
-def launch(folder: Path, timeout_s: float = 300.0) -> tuple[subprocess.Popen, str]:
-    """`python app.py` on a free loopback port, its output in `folder`/app.log (a pipe nobody reads would fill)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = dict(os.environ, GRADIO_SERVER_NAME="127.0.0.1", GRADIO_SERVER_PORT=str(port),
-               GRADIO_ANALYTICS_ENABLED="False", PYTHONUNBUFFERED="1")
-    log = open(folder / "app.log", "w")  # noqa: SIM115  (closed with the process, by the OS)
-    process = subprocess.Popen([sys.executable, "app.py"], cwd=Path(__file__).resolve().parents[2], env=env,
-                               stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"app.py exited: {(folder / 'app.log').read_text()[-500:]}")
-        try:
-            urllib.request.urlopen(url + "config", timeout=2).close()
-            return process, url
-        except OSError:
-            time.sleep(0.5)
-    process.terminate()
-    raise RuntimeError(f"app.py did not answer on {url} within {timeout_s:.0f} s")
 
 
 class Soak:
@@ -182,7 +156,7 @@ def run_soak(minutes: float, visitors: int, out: Path, pair: bool = False, warmu
     out.mkdir(parents=True, exist_ok=True)
     process = None
     if url is None:
-        process, url = launch(out)
+        process, url = launch_app(log=out / "app.log")
         pid = process.pid
     began, load_before = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), os.getloadavg()
     try:
