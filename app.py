@@ -7,6 +7,10 @@ import os
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
+from app import native_memory  # noqa: E402
+
+native_memory.limit_arenas()  # before torch and Gradio start their threads (app/native_memory.py says why)
+
 from app.session import SESSIONS  # noqa: E402  (the env default must be set before gradio is imported)
 from app.ui import build_demo, launch_kwargs  # noqa: E402
 
@@ -15,4 +19,5 @@ demo.queue(default_concurrency_limit=4)
 
 if __name__ == "__main__":
     SESSIONS.warm_up_in_background()
+    native_memory.start_trimmer()
     demo.launch(**launch_kwargs())

@@ -8,11 +8,9 @@ already computed (recorded or prefetched), which is how a re-route inside the gr
 from __future__ import annotations
 
 import json
-import tempfile
-import time
-from pathlib import Path
 from typing import Any
 
+from app.exports import export_files
 from app.fidelity_cache import FIDELITY
 from app.grids import GRIDS, RunGrid, models_of
 from app.prefetch import tier_shares
@@ -26,17 +24,6 @@ from core.sweeps.grid import Point, in_order
 from core.trace import Trace
 
 Update = dict[str, Any]
-
-
-def export_files(trace: Trace) -> list[str]:
-    """Write the trace as tokens CSV, rounds CSV and JSON into a fresh temp folder; return the paths."""
-    folder = Path(tempfile.mkdtemp(prefix="viasd-trace-"))
-    stem = f"viasd_{trace.config.mode}_{time.strftime('%Y%m%d-%H%M%S')}"
-    paths = [folder / f"{stem}_tokens.csv", folder / f"{stem}_rounds.csv", folder / f"{stem}.json"]
-    trace.to_dataframe().to_csv(paths[0], index=False)
-    trace.rounds_dataframe().to_csv(paths[1], index=False)
-    paths[2].write_text(trace.to_json())
-    return [str(p) for p in paths]
 
 
 def timing_words(trace: Trace, recorded: dict | None = None) -> str:

@@ -19,14 +19,23 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from core import EMBEDDED_ID, ModelBundle, ViaSdError, load_bundle
-from core.limits import MAX_EXTRA_BUNDLES
+from core.limits import MAX_EXTRA_BUNDLES, MAX_SESSIONS
 
 IDLE_FORGET_S = 6 * 3600.0
-"""A browser session untouched this long is forgotten (its stop flag and model choice)."""
+"""A browser session untouched this long is forgotten (its stop flag and model choice); so is the least recently
+seen one beyond `MAX_SESSIONS` (Gradio keeps the same number of sessions' state, app.ui)."""
 
 
 class ModelsEvictedError(ViaSdError):
     """The pair this visitor loaded was unloaded to make room for other visitors' models."""
+
+
+@dataclass
+class _Loading:
+    """One pair being loaded: its lock and how many callers hold or wait for it (the entry goes with the last)."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    callers: int = 0
 
 
 @dataclass
@@ -47,16 +56,18 @@ class Sessions:
         self._loader = loader
         self._default: ModelBundle | None = None
         self._extra: OrderedDict[tuple[str, str, str | None], ModelBundle] = OrderedDict()
-        self._visitors: dict[str, _Visitor] = {}
-        self._loading: dict[tuple[str, str, str | None], threading.Lock] = {}
+        self._visitors: OrderedDict[str, _Visitor] = OrderedDict()
+        self._loading: dict[tuple[str, str, str | None], _Loading] = {}  # only pairs being loaded (a failure: none)
 
     # -- visitors ---------------------------------------------------------------------------
     def _visitor(self, session: str) -> _Visitor:
         """This session's record (caller holds the lock); prunes sessions idle for long."""
         now = time.monotonic()
-        for key in [k for k, v in self._visitors.items() if now - v.seen > IDLE_FORGET_S]:
-            del self._visitors[key]
+        while self._visitors and (len(self._visitors) > MAX_SESSIONS
+                                  or now - next(iter(self._visitors.values())).seen > IDLE_FORGET_S):
+            self._visitors.popitem(last=False)  # least recently seen first
         visitor = self._visitors.setdefault(session or "anonymous", _Visitor())
+        self._visitors.move_to_end(session or "anonymous")
         visitor.seen = now
         return visitor
 
@@ -127,15 +138,22 @@ class Sessions:
             return self.default_bundle()
         key = (verifier, drafter, quant)
         with self._lock:
-            loading = self._loading.setdefault(key, threading.Lock())
-        with loading:  # slow: outside the state lock, one load per pair
+            loading = self._loading.setdefault(key, _Loading())
+            loading.callers += 1
+        try:
+            with loading.lock:  # slow: outside the state lock, one load per pair
+                with self._lock:
+                    bundle = self._extra.get(key)
+                if bundle is None:
+                    extra = {"progress": progress} if progress is not None else {}
+                    if quant is not None:
+                        extra["drafter_quant"] = quant
+                    bundle = self._loader(verifier, drafter or None, **extra)
+        finally:
             with self._lock:
-                bundle = self._extra.get(key)
-            if bundle is None:
-                extra = {"progress": progress} if progress is not None else {}
-                if quant is not None:
-                    extra["drafter_quant"] = quant
-                bundle = self._loader(verifier, drafter or None, **extra)
+                loading.callers -= 1
+                if not loading.callers:
+                    del self._loading[key]
         with self._lock:
             self._extra[key] = bundle
             self._extra.move_to_end(key)

@@ -20,19 +20,22 @@ from app.tabs.generate import GenerateTab
 from app.tabs.models import ModelsPanel
 from app.views import render
 from app.views.style import CSS
+from core.limits import MAX_SESSIONS
 
 THEME = gr.themes.Default(text_size="lg", primary_hue="blue").set(
     # one shade darker than the default so white button text passes WCAG AA (4.5:1) in light mode
     button_primary_background_fill="*primary_600", button_primary_background_fill_hover="*primary_700",
     button_cancel_background_fill="#b91c1c", button_cancel_background_fill_hover="#991b1b",
     body_text_color_subdued="*neutral_600")
+DELETE_CACHE = (3600, 3600)
+"""Every hour, Gradio deletes the files it copied for visitors (the downloads) more than an hour ago."""
 INTRO = ("### VIA-SD Explorer · a drafter guesses ahead; each guess is **trusted** (tier 1), **checked by a slim "
          "verifier** (tier 2) or **checked by the full model** (tier 3)")
 
 
 def build_demo() -> gr.Blocks:
     """Build the whole app (no model is loaded here; the first model event or the warm-up loads it)."""
-    with gr.Blocks(title="VIA-SD Explorer") as demo:
+    with gr.Blocks(title="VIA-SD Explorer", delete_cache=DELETE_CACHE) as demo:
         gr.Markdown(INTRO, elem_id="viasd-intro")
         with gr.Tabs():
             with gr.Tab("1 · Generate & tune", id="generate"):
@@ -58,6 +61,8 @@ def build_demo() -> gr.Blocks:
 
 
 def launch_kwargs() -> dict[str, Any]:
-    """Theme and CSS go to launch() in Gradio 6; tests that launch the demo themselves use this too."""
+    """Theme and CSS go to launch() in Gradio 6; tests that launch the demo themselves use this too. Gradio keeps
+    every session's last outputs (figures included) until `state_session_capacity` sessions: 10,000 by default,
+    gigabytes on a public demo; the app keeps as many as it keeps visitors (`VIASD_MAX_SESSIONS`)."""
     return {"theme": THEME, "css": CSS + CLASSROOM_CSS + render.TOKEN_CSS, "head": HEAD,
-            "footer_links": ["api", "gradio", "settings"]}
+            "footer_links": ["api", "gradio", "settings"], "state_session_capacity": MAX_SESSIONS}

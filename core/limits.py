@@ -90,9 +90,11 @@ class Limits:
     max_model_bytes: int = 10 * 10**9
     """Largest download (bytes of weight files) a visitor may trigger: 10 GB on CPU, 20 GB on a GPU."""
     allowed_models: tuple[str, ...] = ()
+    """If not empty, the only Hub ids or folders that may be loaded besides the embedded model."""
     max_extra_bundles: int = 2
     """Visitor-chosen model pairs kept in memory besides the embedded one (least recently chosen dropped)."""
-    """If not empty, the only Hub ids or folders that may be loaded besides the embedded model."""
+    max_sessions: int = 200
+    """Browser sessions whose state the app and Gradio keep (least recently seen forgotten first)."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, gpu: bool | None = None) -> Limits:
@@ -127,6 +129,7 @@ SPECS: dict[str, Spec] = {
     "max_model_bytes": Spec("VIASD_MAX_MODEL_BYTES", "size", 1, 10**14, "bytes of weights a load may download"),
     "allowed_models": Spec("VIASD_ALLOWED_MODELS", "ids", help="comma-separated Hub ids; empty: any within size"),
     "max_extra_bundles": Spec("VIASD_MAX_EXTRA_BUNDLES", "int", 0, 64, "visitor model pairs kept in memory"),
+    "max_sessions": Spec("VIASD_MAX_SESSIONS", "int", 1, 1_000_000, "browser sessions whose state is kept"),
 }
 
 LIMITS = Limits.from_env()
@@ -139,3 +142,4 @@ MAX_GAMMA = LIMITS.max_gamma
 MEMO_BYTES = LIMITS.memo_bytes
 RUN_TIME_BUDGET_S = LIMITS.run_time_budget_s
 MAX_EXTRA_BUNDLES = LIMITS.max_extra_bundles
+MAX_SESSIONS = LIMITS.max_sessions

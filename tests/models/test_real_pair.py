@@ -16,9 +16,9 @@ import torch
 from core import DecodeConfig, encode_prompt, generate, load_bundle
 from core.analysis.tradeoffs import compare
 from core.models.catalog import QWEN_CODER_05B_ID, QWEN_CODER_15B_ID
+from core.models.converted import DONE_MARK
 from core.models.loading import cache_dir
 from core.models.precision import auto_dtype
-from core.models.wheels import DONE_MARK
 
 pytestmark = [pytest.mark.real_pair,
               pytest.mark.skipif(os.environ.get("VIASD_REAL_PAIR") != "1", reason="opt-in: set VIASD_REAL_PAIR=1")]

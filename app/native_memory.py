@@ -1,0 +1,63 @@
+"""Give the memory a finished run freed back to the system (glibc's allocator keeps it otherwise).
+
+The soak found the app's resident memory climbing for half an hour while Python's own heap
+(tracemalloc) grew by 20 MB: the growth was native. Each run allocates and frees hundreds of MB of
+tensors on whichever worker thread Gradio hands it; glibc gives each thread its own arena (up to 8
+per core) and keeps what is freed in the middle of an arena for later, so the freed space of many
+arenas piles up. Two remedies at the root, both no-ops where glibc is not the allocator (macOS,
+musl): at start-up, cap the arenas (`limit_arenas`); every few seconds, hand free pages back
+(`trim`, glibc's `malloc_trim(0)`, which frees whole free pages inside every arena too).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+import sys
+import threading
+import time
+
+M_ARENA_MAX = -8
+"""mallopt's parameter number for the arena cap (glibc's malloc.h)."""
+ARENAS = 2
+"""Arenas when capped: one per core of the development machine."""
+TRIM_EVERY_S = 10.0
+"""How often the trimmer hands free pages back: a few runs' worth of garbage at most stays resident."""
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim, libc.mallopt  # noqa: B018  (glibc only: musl has neither)
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
+def limit_arenas(arenas: int = ARENAS) -> bool:
+    """Cap the allocator's arenas (for those created from now on); False where it cannot."""
+    libc = _libc()
+    return bool(libc and libc.mallopt(M_ARENA_MAX, arenas) == 1)
+
+
+def trim() -> bool:
+    """Return free native memory to the system; True if some was returned, False if none (or not glibc)."""
+    libc = _libc()
+    return bool(libc and libc.malloc_trim(0))
+
+
+def start_trimmer(period_s: float = TRIM_EVERY_S) -> threading.Thread:
+    """One daemon thread that calls `trim` every `period_s` seconds for the life of the process: it covers every
+    kind of event (runs, re-routes, Compare, sweeps, the prefetch) without a hook in each."""
+    def loop() -> None:
+        while True:
+            time.sleep(period_s)
+            trim()
+
+    thread = threading.Thread(target=loop, name="viasd-malloc-trim", daemon=True)
+    thread.start()
+    return thread

@@ -1,0 +1,203 @@
+"""A soak's figures: per minute, per action, the targets met or missed; a CSV and a plotly chart.
+
+Per minute: the app's resident memory, threads and open file handles (sampled from /proc every few
+seconds, the last sample of the minute), the longest queue a request met, requests, errors, wrong
+answers and p50 / p95 latency per action. The targets (issue 23), after a warm-up of `warmup_min`:
+0 errors and 0 wrong answers; resident memory within ±5 % of its level at the end of the warm-up;
+threads and handles no higher than they reached during the warm-up; p95 of a re-route and of a live
+SmolLM2 run no worse in the last `warmup_min` minutes than in the first.
+"""
+
+from __future__ import annotations
+
+import csv
+import shutil
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from app.tools.soak_actions import Answer
+
+WATCHED = ("re-route", "run")
+"""The actions whose p95 must not get worse (a re-route and a live SmolLM2 run)."""
+RSS_BAND = 0.05
+
+
+@dataclass(frozen=True)
+class Sample:
+    """The app process at one moment: seconds since the soak began, MB resident, threads, open handles."""
+
+    at_s: float
+    rss_mb: float
+    threads: int
+    handles: int
+
+
+def _minutes(value: float) -> str:
+    return f"{value:g}" if value == round(value) else f"{value:.1f}"
+
+
+def quantile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(sorted(values), n=100, method="inclusive")[round(q * 100) - 1]
+
+
+@dataclass
+class SoakReport:
+    answers: list[Answer]
+    samples: list[Sample]
+    minutes: float
+    warmup_min: float
+    app_tracebacks: int = 0
+
+    @property
+    def errors(self) -> list[Answer]:
+        return [a for a in self.answers if a.error]
+
+    @property
+    def wrong(self) -> list[Answer]:
+        return [a for a in self.answers if a.wrong]
+
+    def actions(self) -> list[str]:
+        return sorted({a.action for a in self.answers})
+
+    def rows(self) -> list[dict]:
+        """One row per minute (the CSV's rows)."""
+        rows = []
+        for minute in range(int(self.minutes + 0.999)):
+            inside = [a for a in self.answers if minute * 60 <= a.at_s < (minute + 1) * 60]
+            seen = [s for s in self.samples if s.at_s < (minute + 1) * 60]
+            last = seen[-1] if seen else None
+            row = {"minute": minute + 1, "rss_mb": round(last.rss_mb, 1) if last else "",
+                   "threads": last.threads if last else "", "handles": last.handles if last else "",
+                   "queue": max((a.queue for a in inside), default=0), "requests": len(inside),
+                   "errors": sum(bool(a.error) for a in inside), "wrong": sum(bool(a.wrong) for a in inside)}
+            for action in self.actions():
+                times = [a.latency_s for a in inside if a.action == action and not a.error]
+                row[f"p50 {action}"] = round(quantile(times, 0.5), 2) if times else ""
+                row[f"p95 {action}"] = round(quantile(times, 0.95), 2) if times else ""
+            rows.append(row)
+        return rows
+
+    def write_csv(self, path: Path) -> None:
+        rows = self.rows()
+        with open(path, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else ["minute"])
+            writer.writeheader()
+            writer.writerows(rows)
+
+    # -- the targets ------------------------------------------------------------------------
+    def rss_at(self, seconds: float) -> float | None:
+        before = [s for s in self.samples if s.at_s <= seconds]
+        return before[-1].rss_mb if before else None
+
+    def rss_band(self) -> tuple[float, float] | None:
+        """(lowest, highest) resident memory after the warm-up, relative to its level at the warm-up's end."""
+        level = self.rss_at(self.warmup_min * 60)
+        after = [s.rss_mb for s in self.samples if s.at_s > self.warmup_min * 60]
+        if not level or not after:
+            return None
+        return min(after) / level - 1, max(after) / level - 1
+
+    def growth(self, field: str) -> tuple[int, int]:
+        """(most during the warm-up, most after it) of threads or handles."""
+        warm = [getattr(s, field) for s in self.samples if s.at_s <= self.warmup_min * 60]
+        late = [getattr(s, field) for s in self.samples if s.at_s > self.warmup_min * 60]
+        return max(warm, default=0), max(late, default=0)
+
+    def p95_first_last(self, action: str) -> tuple[float, float]:
+        window = self.warmup_min * 60
+        first = [a.latency_s for a in self.answers if a.action == action and not a.error and a.at_s < window]
+        last = [a.latency_s for a in self.answers if a.action == action and not a.error
+                and a.at_s >= self.minutes * 60 - window]
+        return quantile(first, 0.95), quantile(last, 0.95)
+
+    def verdicts(self) -> list[tuple[str, bool, str]]:
+        """(target, met, the numbers) for every target of the issue."""
+        checked = sum(a.check is not None and not a.error for a in self.answers)
+        out = [("0 errors", not self.errors and not self.app_tracebacks,
+                f"{len(self.errors)} errors in {len(self.answers)} requests, {self.app_tracebacks} tracebacks in the "
+                "app's log"),
+               ("0 wrong answers", not self.wrong, f"{len(self.wrong)} wrong of {checked} checked")]
+        band = self.rss_band()
+        level = self.rss_at(self.warmup_min * 60)
+        out.append((f"resident memory within ±{RSS_BAND:.0%} after minute {_minutes(self.warmup_min)}",
+                    band is not None and -RSS_BAND <= band[0] and band[1] <= RSS_BAND,
+                    "no samples after the warm-up" if band is None else
+                    f"{level:.0f} MB at minute {_minutes(self.warmup_min)}, then {band[0]:+.1%} to {band[1]:+.1%}"))
+        for field in ("threads", "handles"):
+            warm, late = self.growth(field)
+            out.append((f"no growth in {field}", late <= warm, f"at most {warm} during the warm-up, {late} after"))
+        for action in WATCHED:
+            first, last = self.p95_first_last(action)
+            met = first == first and last == last and last <= first  # NaN (no request) is not met
+            out.append((f"p95 {action}: last {_minutes(self.warmup_min)} min no worse than first", met,
+                        f"{first:.2f} s → {last:.2f} s"))
+        return out
+
+    def minute_table(self) -> str:
+        """The per-minute figures in Markdown (every action's p50 / p95 are in the CSV)."""
+        keys = ["minute", "rss_mb", "threads", "handles", "queue", "requests", "errors", "wrong"]
+        keys += [f"p{q} {a}" for a in WATCHED for q in (50, 95)]
+        lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+        lines += ["| " + " | ".join(str(row.get(k, "")) for k in keys) + " |" for row in self.rows()]
+        return "\n".join(lines)
+
+    def table(self) -> str:
+        lines = ["| target | met | numbers |", "|---|---|---|"]
+        lines += [f"| {name} | {'yes' if met else 'NO'} | {numbers} |" for name, met, numbers in self.verdicts()]
+        lines += ["", "| action | requests | errors | wrong | p50 | p95 |", "|---|---|---|---|---|---|"]
+        for action in self.actions():
+            mine = [a for a in self.answers if a.action == action]
+            times = [a.latency_s for a in mine if not a.error]
+            lines.append(f"| {action} | {len(mine)} | {sum(bool(a.error) for a in mine)} | "
+                         f"{sum(bool(a.wrong) for a in mine)} | {quantile(times, 0.5):.2f} s | "
+                         f"{quantile(times, 0.95):.2f} s |")
+        lines += [f"- error: {a.action} (visitor {a.visitor}, {a.at_s:.0f} s): {a.error}" for a in self.errors[:20]]
+        lines += [f"- wrong: {a.action} (visitor {a.visitor}, {a.at_s:.0f} s): {a.wrong}" for a in self.wrong[:20]]
+        return "\n".join(lines)
+
+    def figure(self) -> go.Figure:
+        """Resident memory over time above, p95 latency per minute per action below."""
+        figure = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
+                               subplot_titles=("App process: resident memory (MB)", "p95 latency per minute (s)"))
+        figure.add_trace(go.Scatter(x=[s.at_s / 60 for s in self.samples], y=[s.rss_mb for s in self.samples],
+                                    name="resident MB", mode="lines"), row=1, col=1)
+        level = self.rss_at(self.warmup_min * 60)
+        if level:
+            for bound in (1 - RSS_BAND, 1 + RSS_BAND):
+                figure.add_hline(y=level * bound, line_dash="dot", line_color="grey", row=1, col=1)
+        by_minute: dict[str, list[tuple[int, float]]] = defaultdict(list)
+        for row in self.rows():
+            for action in self.actions():
+                if row.get(f"p95 {action}") != "":
+                    by_minute[action].append((row["minute"], row[f"p95 {action}"]))
+        for action, points in by_minute.items():
+            figure.add_trace(go.Scatter(x=[m - 0.5 for m, _ in points], y=[p for _, p in points], name=action,
+                                        mode="lines+markers"), row=2, col=1)
+        figure.update_xaxes(title_text="minutes since the soak began", row=2, col=1)
+        figure.update_layout(height=700, width=1100, template="plotly_white", title="Soak: memory and latency")
+        return figure
+
+
+def write_png(html_path: Path, png_path: Path) -> None:
+    """Screenshot the chart's HTML in headless Chromium (Debian's; never Playwright's own download)."""
+    from playwright.sync_api import sync_playwright  # optional here: the CSV and the HTML are the record
+
+    chromium = "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else shutil.which("chromium")
+    if not chromium:
+        raise RuntimeError("no Chromium executable")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1120, "height": 720})
+        page.goto(html_path.resolve().as_uri())
+        page.wait_for_selector(".main-svg", timeout=30_000)
+        page.screenshot(path=str(png_path), full_page=True)
+        browser.close()

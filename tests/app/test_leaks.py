@@ -1,0 +1,131 @@
+"""What a day of visitors used to leave behind, one test per leak the soak found (no app, no model).
+
+- every run's downloads went to a fresh temp folder kept for good (/tmp filled);
+- the app's per-visitor records were pruned only after 6 idle hours, and a pair's load lock was kept
+  for every name ever asked (hostile names included), loaded or not;
+- Gradio kept every session's last outputs (figures included) up to 10,000 sessions, and the files it
+  copied for downloads for as long as the process lived;
+- native memory freed by runs on Gradio's worker threads stayed resident (glibc's per-thread arenas).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from app import exports, native_memory, session
+from app.session import Sessions
+from core.config import DecodeConfig
+from core.trace import TokenRecord, Trace
+
+
+def _trace() -> Trace:
+    token = TokenRecord(position=0, token_id=7, text="hi", round=0, tier=3, outcome="full-accepted",
+                        reason="not-confident", verdict="argmax")
+    return Trace(prompt="p", prompt_token_count=1, config=DecodeConfig(max_new_tokens=1), models={}, tokens=[token],
+                 stop_reason="eos")
+
+
+def test_downloads_of_old_runs_are_deleted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(exports, "_root", None)
+    monkeypatch.setattr(exports.tempfile, "tempdir", str(tmp_path))
+    written = []
+    for _ in range(7):
+        written.append(exports.export_files(_trace(), keep=3))
+        time.sleep(0.01)  # distinct modification times
+    root = exports.export_root()
+    assert root.parent == tmp_path and len(list(tmp_path.iterdir())) == 1  # one parent, not one folder per run
+    kept = sorted(p.name for p in root.iterdir())
+    assert len(kept) == 3
+    assert all(Path(p).exists() for p in written[-1]) and not any(Path(p).exists() for p in written[0])
+    assert [Path(p).suffix for p in written[-1]] == [".csv", ".csv", ".json"]
+
+
+def _loader(loads: list[str], fail: set[str] = frozenset(), delay_s: float = 0.0):  # noqa: ANN202
+    def load(verifier: str = "embedded", drafter: str | None = None) -> object:
+        loads.append(verifier)
+        time.sleep(delay_s)
+        if verifier in fail:
+            raise ValueError(f"no such model: {verifier}")
+        return SimpleNamespace(verifier=SimpleNamespace(name=verifier), drafter=None)
+    return load
+
+
+def test_visitor_records_are_bounded_least_recently_seen_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(session, "MAX_SESSIONS", 5)
+    sessions = Sessions(_loader([]))
+    for i in range(50):
+        sessions.start_job(f"visitor{i}")
+        sessions.request_stop("visitor0")  # visitor0 keeps coming back
+    assert sessions.visitor_count() == 5
+    assert "visitor0" in sessions._visitors and "visitor49" in sessions._visitors
+    assert "visitor1" not in sessions._visitors
+
+
+def test_a_pair_s_load_lock_goes_when_its_load_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(session, "MAX_EXTRA_BUNDLES", 1)
+    loads: list[str] = []
+    sessions = Sessions(_loader(loads, fail={f"org/bad{i}" for i in range(20)}))
+    for i in range(20):
+        with pytest.raises(ValueError):
+            sessions.choose(f"v{i}", f"org/bad{i}", "")
+    sessions.choose("a", "org/good", "")
+    assert sessions._loading == {}
+
+
+def test_two_visitors_asking_for_one_pair_at_once_share_one_load() -> None:
+    loads: list[str] = []
+    sessions = Sessions(_loader(loads, delay_s=0.3))
+    got = []
+    threads = [threading.Thread(target=lambda n=n: got.append(sessions.choose(f"v{n}", "org/pair", "")))
+               for n in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert loads == ["org/pair"] and got[0] is got[1]
+    assert sessions._loading == {}
+
+
+def test_gradio_keeps_as_many_sessions_as_the_app_and_deletes_old_downloads() -> None:
+    from app import ui
+
+    assert ui.launch_kwargs()["state_session_capacity"] == session.MAX_SESSIONS
+    demo = ui.build_demo()
+    assert demo.delete_cache == ui.DELETE_CACHE
+
+
+def _resident_mb() -> float:
+    status = Path("/proc/self/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1]) / 1024
+
+
+@pytest.mark.skipif(native_memory._libc() is None, reason="glibc only")
+def test_memory_a_worker_thread_freed_goes_back_to_the_system() -> None:
+    """A worker thread frees 180 MB of small blocks but keeps a few, scattered: glibc keeps the freed pages
+    resident (the soak's native growth) until `trim` hands them back."""
+    kept: list[bytearray] = []
+
+    def work() -> None:
+        blocks = [bytearray(60_000) for _ in range(3000)]  # below the mmap threshold: inside the thread's arena
+        kept.extend(blocks[::100] + blocks[-1:])
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    before = _resident_mb()
+    assert native_memory.trim()
+    assert before - _resident_mb() > 100, (before, _resident_mb())
+    assert native_memory.limit_arenas()
+
+
+def test_the_app_caps_arenas_and_starts_one_trimmer() -> None:
+    source = Path(__file__).resolve().parents[2].joinpath("app.py").read_text()
+    assert source.index("native_memory.limit_arenas()") < source.index("from app.session import")
+    assert "native_memory.start_trimmer()" in source
+    thread = native_memory.start_trimmer(period_s=3600)
+    assert thread.daemon and thread.is_alive()

@@ -1,0 +1,67 @@
+"""The soak's 3-minute form (CI): `python app.py` in its own process, four visitors mixing every action through the
+HTTP API (runs, re-routes, far jumps, Stop, real timing, links, Compare, grid, schemes, Classroom, hostile input),
+every answer checked against a fresh engine run afterwards.
+
+It fails on any error or wrong answer, a traceback in the app's log, threads or handles above what the first
+minute reached (beyond what comes and goes with demand, `SLACK`), or resident memory after the first minute
+outside the band stated below. The one-hour run with the pair
+(`python -m app.tools.soak --minutes 60 --visitors 10 --pair`) is the README's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.tools.soak import run_soak
+
+pytestmark = pytest.mark.embedded
+
+MINUTES, VISITORS, WARMUP = 3.0, 4, 1.0
+RSS_BOUND = 0.05
+"""Resident memory after the first minute stays within ±5 % of its level then (the issue's band)."""
+SLACK = {"threads": 4, "handles": 2 * VISITORS}
+"""What may come and go without a leak: Gradio's worker threads start with demand (up to the queue's 4 at once)
+and retire after 10 s idle; each visitor holds up to two connections (its client and a tab). A thread or handle
+left behind per request would exceed these within a minute."""
+MEMO_BYTES = str(48 * 2**20)
+"""The app under test gets a small prediction memo (512 MiB by default), so that this bounded cache fills within
+the first minute and what the band measures after it is growth that has no bound."""
+
+
+@pytest.fixture(scope="module")
+def soaked(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, Path]:
+    out = tmp_path_factory.mktemp("soak")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("VIASD_MEMO_BYTES", MEMO_BYTES)  # the app's process inherits it (load_test.launch_app)
+        return run_soak(MINUTES, VISITORS, out, warmup=WARMUP), out
+
+
+def test_three_minutes_of_mixed_visitors_give_no_error_and_no_wrong_answer(soaked: tuple) -> None:
+    report, out = soaked
+    print(report.minute_table() + "\n\n" + report.table())
+    (out / "report.md").write_text(report.minute_table() + "\n\n" + report.table())
+    assert not report.errors and not report.app_tracebacks, report.table()
+    assert not report.wrong, report.table()
+    checked = {a.action for a in report.answers if a.check is not None}
+    assert {"run", "re-route", "link", "classroom"} <= checked, sorted(checked)
+    assert any(a.action == "hostile" for a in report.answers)
+    assert sum(a.check is not None for a in report.answers) >= 20
+
+
+def test_memory_threads_and_handles_stay_flat_after_the_first_minute(soaked: tuple) -> None:
+    report, _ = soaked
+    low, high = report.rss_band()
+    assert -RSS_BOUND <= low and high <= RSS_BOUND, report.minute_table()
+    for field, slack in SLACK.items():
+        warm, late = report.growth(field)
+        assert late <= warm + slack, f"{field}: {warm} in the first minute, {late} after\n{report.minute_table()}"
+
+
+def test_the_soak_writes_its_csv_and_chart(soaked: tuple) -> None:
+    report, out = soaked
+    lines = (out / "soak.csv").read_text().splitlines()
+    assert lines[0].startswith("minute,rss_mb,threads,handles,queue,requests,errors,wrong")
+    assert len(lines) == 1 + int(MINUTES)
+    assert (out / "soak.html").stat().st_size > 10_000
