@@ -37,6 +37,7 @@ from core.models.prompting import encode_prompt
 from core.sweeps.codec import VOCABULARIES, Reader, Writer, decisions
 from core.sweeps.grid import Grid, Point
 from core.trace import Trace
+from core.vocabulary import DraftKind
 
 FORMAT = "viasd-sweep/1"
 SUFFIX = ".sweep.json.gz"
@@ -201,12 +202,16 @@ def models_problem(sweep: Sweep, catalog: dict = WHEEL_MODELS) -> str | None:
 
 def _signals_to_dict(s: ModelSignals) -> dict:
     return {"choice": s.choice.tolist(), "agree": s.agree.tolist(), "drafted": s.drafted.tolist(),
-            "confidence": {k: np.round(v.astype(float), 6).tolist() for k, v in s.confidence.items()}}
+            "copy": s.copy.tolist(), "confidence": {k: np.round(v.astype(float), 6).tolist() for k, v in s.confidence.items()}}
 
 
-def _signals_from_dict(d: dict) -> ModelSignals:
+def _signals_from_dict(d: dict, copies: bool = False) -> ModelSignals:
+    """`copies`: for a file written before signals recorded which positions were copies, whether they all were
+    (a prompt-lookup drafter's)."""
+    drafted = np.array(d["drafted"], dtype=bool)
+    copy = np.array(d["copy"], dtype=bool) if "copy" in d else drafted & copies
     return ModelSignals(choice=np.array(d["choice"], dtype=np.int64), agree=np.array(d["agree"], dtype=bool),
-                        drafted=np.array(d["drafted"], dtype=bool),
+                        drafted=drafted, copy=copy,
                         confidence={k: np.array(v, dtype=np.float64) for k, v in d["confidence"].items()})
 
 
@@ -224,7 +229,8 @@ def _reliability_from_dict(d: dict | None, config: DecodeConfig) -> ReliabilityD
         return None
     agreement = d.get("slim_agreement")
     return ReliabilityData(
-        drafter=_signals_from_dict(d["drafter"]), slim=_signals_from_dict(d["slim"]),
+        drafter=_signals_from_dict(d["drafter"], config.policy.drafts is DraftKind.COPY),
+        slim=_signals_from_dict(d["slim"]),
         full_choice=np.array(d["full_choice"], dtype=np.int64), stop=np.array(d["stop"], dtype=bool),
         drafter_name=d["drafter_name"], slim_route=d["slim_route"], costs=dict(d["costs"]),
         slim_agreement=None if agreement is None else np.array(agreement, dtype=np.float64), config=config)
