@@ -202,7 +202,8 @@ def models_problem(sweep: Sweep, catalog: dict = WHEEL_MODELS) -> str | None:
 
 def _signals_to_dict(s: ModelSignals) -> dict:
     return {"choice": s.choice.tolist(), "agree": s.agree.tolist(), "drafted": s.drafted.tolist(),
-            "copy": s.copy.tolist(), "confidence": {k: np.round(v.astype(float), 6).tolist() for k, v in s.confidence.items()}}
+            "copy": s.copy.tolist(),
+            "confidence": {k: np.round(v.astype(float), 6).tolist() for k, v in s.confidence.items()}}
 
 
 def _signals_from_dict(d: dict, copies: bool = False) -> ModelSignals:
