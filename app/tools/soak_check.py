@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from core.analysis.sweep import scheme_points, sweep_schemes, threshold_grid
+from core.analysis.tradeoffs import scheme_points, sweep_schemes, threshold_grid
 
 from app.settings import Settings
 from app.tabs.compare import parse_values
