@@ -12,7 +12,8 @@ from core.tools.pair_bench import BASELINES, HF_ASSISTED, HF_GREEDY, PLAIN, SD, 
 from core.tools.pair_report import lost_answers, method_stats, row_line, summary_lines
 from examples import ExamplePrompt
 
-LOSSLESS = {HF_GREEDY, HF_ASSISTED, "HF assisted γ", "HF lookup", PLAIN, SD, "VIA-SD audited", "SD γ=via"}
+LOSSLESS = {HF_GREEDY, HF_ASSISTED, "HF assisted γ", "HF lookup", PLAIN, SD, VIA, "VIA-SD audited", "SD γ=via"}
+"""Exact in fp32 greedy: the recommended VIA-SD setting too (its tier-1 drafts are audited)."""
 
 
 @pytest.fixture(scope="module")
