@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from core.analysis.hf_baselines import hf_assisted, hf_generate, reader_fidelity
 from core.config import DRAFTERS, DecodeConfig, preset
@@ -52,6 +52,10 @@ class HfCall:
     kind: str  # "greedy" | "assisted" | "lookup"
     max_new_tokens: int
     gamma: int | None = None  # assisted: draft tokens per round (None: HF's defaults); lookup: tokens copied
+
+    def with_(self, **changes: object) -> HfCall:
+        """A copy with `changes`, as DecodeConfig.with_ (so a WithDrafter wraps either kind)."""
+        return replace(self, **changes)
 
 
 @dataclass(frozen=True)
