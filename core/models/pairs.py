@@ -2,7 +2,7 @@
 
 The first preset is the offline one: Qwen2.5-Coder-0.5B drafting for Qwen2.5-Coder-1.5B, both
 installed from PyPI wheels (core/models/catalog.py) with no Hub access; it runs in "auto" precision
-(bf16 where the device computes it natively) with the VIA-SD settings `core.config.preset("qwen2.5-coder")`, tuned
+(bf16 where the device computes it natively) with the VIA-SD settings `core.config.preset("qwen2.5-coder")`, run
 with the drafter's weights in int4 (`drafter_quant`, core/models/drafter_quant.py: a drafter token then costs about
 an eighth of a verifier pass on this CPU instead of 0.385; README).
 The others are Hub ids with sizes recorded from the Hub pages.
@@ -38,7 +38,7 @@ class PairPreset:
     settings: str = ""
     """The `core.config.preset` name of the pair's recommended VIA-SD settings ("" = DecodeConfig's defaults)."""
     drafter_quant: str = "none"
-    """The drafter setting those settings were tuned with (core.models.drafter_quant): `load_bundle`'s default."""
+    """The drafter setting those settings are recommended with (core.models.drafter_quant): `load_bundle`'s default."""
 
     @property
     def download_bytes(self) -> int:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -155,7 +154,7 @@ def main_pair(args: argparse.Namespace, bundle: ModelBundle, costs: CostModel) -
     print(f"pred. x: {costs.label}\n")
     first = prompts[0]
     for method in table.values():  # warm every path once (first calls pay for lazy initialisation)
-        warm = method.with_(max_new_tokens=4) if not isinstance(method, HfCall) else replace(method, max_new_tokens=4)
+        warm = method.with_(max_new_tokens=4)
         run_method(bundle, first, encode_prompt(bundle.verifier.tokenizer, first.text), "warm", "warm", warm, costs,
                    variants)
     print(PAIR_HEADER)

@@ -44,15 +44,18 @@ from examples import expectations_for
 
 
 def grid_configs(base: DecodeConfig, taus: list[float], gammas: list[int], signals: list[str],
-                 slim_routes: list[str], stops: list[float] | None = None) -> list[DecodeConfig]:
-    """Every ordered pair tau_slim <= tau_accept from `taus` (1.0 always included) x gammas x signals x routes
-    x draft cuts (`stops`: draft_stop_below values; default the base's)."""
+                 slim_routes: list[str], stops: list[float] | None = None,
+                 slim_taus: list[float] | None = None) -> list[DecodeConfig]:
+    """Every ordered pair tau_slim <= tau_accept (tau_accept from `taus`, tau_slim from `slim_taus`, default the same;
+    1.0 always included: it switches a tier off) x gammas x signals x routes x draft cuts (`stops`: draft_stop_below
+    values; default the base's)."""
     values = sorted({round(float(t), 4) for t in taus} | {1.0})
+    slim_values = sorted({round(float(t), 4) for t in (taus if slim_taus is None else slim_taus)} | {1.0})
     out = []
     for gamma, signal, route, stop in itertools.product(gammas, signals, slim_routes,
                                                          stops or [base.draft_stop_below]):
-        for a, s in itertools.product(values, values):
-            if s <= a:
+        for a, s in itertools.product(values, slim_values):
+            if s <= a or (slim_taus is not None and s == 1.0):  # given tau_slims: 1.0 (tier 2 off) with any
                 out.append(base.with_(mode="via", tau_accept=a, tau_slim=s, gamma=gamma, draft_signal=signal,
                                       slim_signal=signal, slim_route=route, draft_stop_below=stop).validate())
     return out
@@ -194,6 +197,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--signals", default="prob", help="confidence signals (used for both tiers)")
     parser.add_argument("--slim-routes", default="auto-slim")
     parser.add_argument("--stops", default="0", help="draft_stop_below values (a draft ends at its first token below)")
+    parser.add_argument("--slim-taus", help="tau_slim values (default: --taus; 1.0 alone: tier 2 off throughout)")
     parser.add_argument("--tokens", type=int, default=32, help="new tokens per prompt")
     parser.add_argument("--measure", action="store_true", help="also measure wall-clock speed-up on held-apart prompts")
     parser.add_argument("--out", default="artifacts/tune", help="folder for the CSV, JSON and HTML outputs")
@@ -216,7 +220,8 @@ def main(argv: list[str] | None = None) -> dict:
     base = DecodeConfig(drafter=args.drafter, max_new_tokens=args.tokens, copy_evidence=args.copy_evidence)
     configs = grid_configs(base, _floats(args.taus), [int(g) for g in _floats(args.gammas)],
                            [s.strip() for s in args.signals.split(",") if s.strip()],
-                           [r.strip() for r in args.slim_routes.split(",") if r.strip()], _floats(args.stops))
+                           [r.strip() for r in args.slim_routes.split(",") if r.strip()], _floats(args.stops),
+                           _floats(args.slim_taus) if args.slim_taus else None)
     log(f"{len(configs)} settings x {len(tuning)} tuning prompts; target {target.describe()}")
     log(f"speed priced by {args.profile or 'the modelled accelerator'}" +
         (f"; drafter {bundle.drafter.label}" if bundle.drafter is not None else ""))

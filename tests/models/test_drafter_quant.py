@@ -191,3 +191,23 @@ def test_the_profile_measures_each_drafter_setting_as_its_own_model(tmp_path):
     base = model_signature(bundle.drafter.model)
     assert {base, base + "-int8", base + "-int4+vocab8", model_signature(bundle.verifier.model)} == set(profile.models)
     assert "int8 weights" in profile.label and "head over 8 ids" in profile.label
+
+
+@pytest.mark.parametrize("spec", ["none", "int4"])
+def test_the_pairs_recommended_setting_is_exact_in_greedy(verifier, plain, spec):
+    """core.config.preset("qwen2.5-coder") with its drafter (or the unquantised one) reproduces plain greedy
+    decoding token for token in fp32, with tier 1 keeping drafts on trust (and, for the int4 drafter, which is
+    sometimes wrong where it is sure, the audit refusing some: the path is real)."""
+    from core.config import preset
+    from core.models.pairs import QWEN_CODER_PAIR
+
+    recommended = preset(QWEN_CODER_PAIR.settings)
+    assert recommended.copy_evidence == "audit" and QWEN_CODER_PAIR.drafter_quant == "int4"
+    bundle = _quantised_bundle(verifier, spec)
+    config = recommended.with_(max_new_tokens=40, chat_template=False, tau_accept=min(recommended.tau_accept, 0.6))
+    trace = generate(bundle, PROMPT, config, replay=False)
+    assert trace.token_ids == plain
+    assert any(t.tier == 1 for t in trace.tokens)
+    assert spec == "none" or any(t.reason == "audit-refused" for t in trace.tokens)
+    exact = generate(bundle, PROMPT, recommended.with_(max_new_tokens=40, chat_template=False), replay=False)
+    assert exact.token_ids == plain

@@ -12,7 +12,8 @@ from core.tools.pair_bench import BASELINES, HF_ASSISTED, HF_GREEDY, PLAIN, SD, 
 from core.tools.pair_report import lost_answers, method_stats, row_line, summary_lines
 from examples import ExamplePrompt
 
-LOSSLESS = {HF_GREEDY, HF_ASSISTED, "HF assisted γ", "HF lookup", PLAIN, SD, "VIA-SD audited", "SD γ=via"}
+LOSSLESS = {HF_GREEDY, HF_ASSISTED, "HF assisted γ", "HF lookup", PLAIN, SD, VIA, "VIA-SD audited", "SD γ=via"}
+"""Exact in fp32 greedy: the recommended VIA-SD setting too (its tier-1 drafts are audited)."""
 
 
 @pytest.fixture(scope="module")
@@ -114,3 +115,20 @@ def test_other_drafter_settings_add_their_rows(args):
     extra = [name for name, m in table.items() if isinstance(m, WithDrafter)]
     assert extra == [f"{n} [{q}]" for q in ("none", "int8") for n in (HF_ASSISTED, SD, VIA)]
     assert table[f"{SD} [int8]"].method == table[SD] and table[f"{SD} [int8]"].quant == "int8"
+
+
+def test_every_row_shortens_for_the_warm_up_and_another_drafters_hf_row_runs():
+    """The benchmark warms every path with `method.with_(max_new_tokens=4)`: HF rows under another drafter too."""
+    from core.models.prompting import encode_prompt
+    from core.tools.pair_bench import WithDrafter, run_method
+
+    table = methods(parse(["--pair", "qwen2.5-coder", "--drafter-quants", "none"]), "qwen2.5-coder")
+    for name, method in table.items():
+        short = method.with_(max_new_tokens=4)
+        assert (short.method if isinstance(short, WithDrafter) else short).max_new_tokens == 4, name
+    bundle = tiny_bundle("llama", layers=2, drafter_layers=1)
+    prompt = ExamplePrompt("tiny", 0, "the cat sat on the mat", None)
+    ids = encode_prompt(bundle.verifier.tokenizer, prompt.text)
+    row = run_method(bundle, prompt, ids, "tiny", f"{HF_ASSISTED} [none]", table[f"{HF_ASSISTED} [none]"].with_(
+        max_new_tokens=4), CostModel(bundle.verifier.model), {"none": bundle})
+    assert 0 < len(row.token_ids) <= 4 and row.method == f"{HF_ASSISTED} [none]"

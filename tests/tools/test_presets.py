@@ -8,7 +8,7 @@ from transformers import Qwen2Config
 from core.config import LOOKUP_PRESET, PRESETS, preset
 from core.errors import ConfigError
 from core.models.layer_routes import PRESET_DIR, resolve_route, route_to_dict
-from core.tools.pair_bench import SEARCHED_SLIM, SEARCHED_TAU
+from core.tools.pair_bench import CHEAPER_SLIM, SEARCHED_SLIM, SEARCHED_TAU
 
 
 def test_lookup_is_the_lookup_preset_itself():
@@ -40,3 +40,12 @@ def test_the_tables_searched_slim_lead_is_the_shipped_calibrated_preset():
     assert resolve_route("calibrated-slim", config).key == resolve_route(SEARCHED_SLIM, config).key
     assert SEARCHED_TAU == saved["slim"]["tau_slim"]
     assert "status" not in saved  # a finished search, not the partial one
+
+
+def test_the_tables_cheaper_slim_lead_skips_the_35_percent_budgets_searched_layers():
+    """The README's search table: the 35 % budget's best mask skips layers 5, 7-8, 12-16, 23 and 25 of 28, whole."""
+    config = Qwen2Config(num_hidden_layers=28, hidden_size=1536, vocab_size=151936, num_attention_heads=12,
+                         num_key_value_heads=2)
+    route = resolve_route(CHEAPER_SLIM, config)
+    assert route.skipped == (5, 7, 8, 12, 13, 14, 15, 16, 23, 25)
+    assert route.skip_attention == route.skip_mlp == ()

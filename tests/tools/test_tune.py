@@ -70,3 +70,11 @@ def test_grid_always_holds_classic_sd_and_refuses_no_prompts(bundle):
     assert {(c.tau_accept, c.tau_slim) for c in configs} == {(0.5, 0.5), (1.0, 0.5), (1.0, 1.0)}
     with pytest.raises(ConfigError, match="at least one prompt"):
         tune(bundle, [], Target("agreement", 0.9), configs)
+
+
+def test_given_slim_taus_each_pairs_with_every_tau_accept_and_tier_two_off_stays_in_the_grid():
+    """--slim-taus 1.0 tunes tier 1 alone; other values are paired with every tau_accept, 1.0 (tier 1 off) too."""
+    alone = grid_configs(DecodeConfig(), [0.8, 0.9], [4], ["prob"], ["auto-slim"], slim_taus=[1.0])
+    assert {(c.tau_accept, c.tau_slim) for c in alone} == {(0.8, 1.0), (0.9, 1.0), (1.0, 1.0)}
+    given = grid_configs(DecodeConfig(), [0.9], [4], ["prob"], ["auto-slim"], slim_taus=[0.6])
+    assert {(c.tau_accept, c.tau_slim) for c in given} == {(0.9, 0.6), (0.9, 1.0), (1.0, 0.6), (1.0, 1.0)}
