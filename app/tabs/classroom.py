@@ -30,11 +30,11 @@ PRESENTER_CLASS = "viasd-presenter"
 EMPTY = classroom.EMPTY
 
 CSS = f"""
-body.{PRESENTER_CLASS} {{--viasd-class-caption: 21px; --viasd-class-caption-dense: 20px; --viasd-class-text: 23px;
+:root body.{PRESENTER_CLASS} {{--viasd-class-caption: 21px; --viasd-class-caption-dense: 20px; --viasd-class-text: 23px;
   --viasd-class-table: 17px; --viasd-cell-pad: 0 6px; --viasd-class-box: 3.2em;
   --viasd-class-notes: 20px; --viasd-class-button: 19px; --layout-gap: 6px;}}
 #viasd-presenter-keys {{display: none;}}
-body.{PRESENTER_CLASS} #viasd-class-options {{gap: 2px; justify-content: center;}}
+body.{PRESENTER_CLASS} #viasd-class-options {{gap: 2px; justify-content: center; padding: 2px 8px;}}
 body.{PRESENTER_CLASS} #viasd-class-options label {{padding: 0; font-size: 15px; white-space: nowrap;}}
 body.{PRESENTER_CLASS} #viasd-presenter, body.{PRESENTER_CLASS} #viasd-show-future {{padding: 1px 6px !important;
   border-width: 0 !important; box-shadow: none !important; background: none !important; min-height: 0;}}
@@ -45,12 +45,10 @@ body.{PRESENTER_CLASS} #viasd-walk-row > *, body.{PRESENTER_CLASS} #viasd-replay
 body.{PRESENTER_CLASS} #viasd-walk-row button, body.{PRESENTER_CLASS} #viasd-replay-controls button {{
   min-height: 0; padding: 4px 10px; line-height: 1.2;}}
 body.{PRESENTER_CLASS} #viasd-walk-row button {{font-size: 16px;}}
-body.{PRESENTER_CLASS} #viasd-walk-pick, body.{PRESENTER_CLASS} #viasd-round-slider,
-body.{PRESENTER_CLASS} #viasd-class-options {{padding: 2px 8px;}}
+body.{PRESENTER_CLASS} #viasd-walk-pick, body.{PRESENTER_CLASS} #viasd-round-slider {{padding: 2px 8px;}}
 body.{PRESENTER_CLASS} #viasd-round-slider .min_value, body.{PRESENTER_CLASS} #viasd-round-slider .max_value
   {{display: none;}}
-body.{PRESENTER_CLASS} #{CLASS_TOKENS_ID} {{line-height: 1.55; min-height: 0;
-  padding-top: 0.1rem; padding-bottom: 0.1rem;}}
+body.{PRESENTER_CLASS} #{CLASS_TOKENS_ID} {{line-height: 1.55; min-height: 0; padding-block: 0.1rem;}}
 body.{PRESENTER_CLASS} #viasd-caption .viasd-caption.dense {{font-size: var(--viasd-class-caption-dense);}}
 body.{PRESENTER_CLASS} #viasd-round table, body.{PRESENTER_CLASS} .viasd-caption {{margin: 0;}}
 body.{PRESENTER_CLASS} #viasd-walk-pick input {{padding-top: 2px; padding-bottom: 2px;}}
@@ -71,10 +69,10 @@ body.{PRESENTER_CLASS} .viasd-round th, body.{PRESENTER_CLASS} .viasd-round td {
 #viasd-prev, #viasd-next {{font-size: var(--viasd-class-button, 1rem);}}
 """
 """Classroom styles (added to the app's CSS in app.ui). Presenter sizes are variables set on <body>: Gradio
-also copies every rule under its container prefix, which would out-rank a plain `body.presenter x` rule.
-In presenter mode the controls shrink to two short rows and the text box keeps about two lines and scrolls to
-the current round (FOLLOW_ROUND), so the controls, the text, the caption and the round's table fit a 1024x768
-projector on every round of every walkthrough (tests/app/test_classroom_browser.py)."""
+copies every rule under its container prefix, out-ranking a plain `body.presenter x` rule (:root out-ranks the
+dark theme's `:root .dark` --layout-gap). In presenter mode the controls shrink to two short rows, the text box
+keeps about two lines and scrolls to the current round (FOLLOW_ROUND), so the controls, the text, the caption and
+the round's table fit a 1024x768 projector on every round of every walkthrough (tests/app/test_classroom_browser.py)."""
 
 FOLLOW_ROUND = (f"() => {{ const box = document.getElementById('{CLASS_TOKENS_ID}'); "
                 "const now = box && box.querySelector('.tok.current'); "

@@ -181,3 +181,22 @@ def test_a_replaced_word_is_boxed_in_both_schemes_and_the_about_rule_has_two_dec
     assert page.locator("#viasd-layer-stack rect").count() > 0 and page.locator("#viasd-round-timeline").count() == 1
     page.screenshot(path=str(ARTIFACTS / f"11_about_{scheme}.png"), full_page=True)
     page.context.close()
+
+
+def test_dark_mode_keeps_the_presenter_layout(browser, app_url: str) -> None:
+    """The dark theme sets its own --layout-gap: presenter mode must still win, so the tightest round (the recorded
+    pair's last) fits 1024x768 in dark mode too."""
+    page = _open(browser, app_url + "?__theme=dark", PROJECTOR)
+    page.get_by_role("tab", name=re.compile("Classroom")).click()
+    page.get_by_label("Presenter mode").check()
+    title = next(w["title"] for w in load_walkthroughs() if w.get("recorded_trace"))
+    last = _load(page, title)
+    page.fill("#viasd-round-slider input[type=number]", str(last))
+    page.press("#viasd-round-slider input[type=number]", "Enter")
+    page.wait_for_selector(f"#viasd-caption .viasd-caption[data-round='{last}']", timeout=60_000)
+    page.evaluate("() => window.scrollTo(0, 0)")
+    assert "dark" in page.evaluate("() => document.body.className")
+    over = {s: b for s, b in _bottoms(page).items() if b > PROJECTOR["height"]}
+    assert not over, f"{title}, round {last}, dark: below the fold at 1024x768: {json.dumps(over)}"
+    page.screenshot(path=str(ARTIFACTS / "12_presenter_dark_last_round.png"))
+    page.context.close()
