@@ -33,9 +33,12 @@
   const put = (name, value) => { const p = V.parts[name]; if (p && p.props.value !== value) p.props.value = value; };
 
   V.load = (text) => {  // a whole grid ("grid"), the points computed since ("more"), or none ("")
-    if (!text) {
+    if (!text) {  // a run without a grid yet (it is running, or not VIA-SD): nothing to draw from
       V.grid = null; V.shown = null; V.wantSlim = null;
-      for (const name of ["notch", "tradeoff", "picker"]) put(name, "");
+      put("notch", '<div class="viasd-notch-line">No threshold grid computed for this run: '
+        + "a slider move re-routes on the server.</div>");
+      put("tradeoff", '<div class="viasd-tradeoff"></div>');
+      put("picker", '<div class="viasd-picker"></div>');
       return;
     }
     const d = typeof text === "string" ? JSON.parse(text) : text;
