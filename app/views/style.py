@@ -81,6 +81,7 @@ button[role=tab].selected {color: #1d4ed8;}
 #viasd-status {font-size: 1.0rem; height: 1.6rem; overflow: hidden;}
 #viasd-status p {margin: 0; white-space: nowrap; overflow: hidden; text-overflow: ellipsis;}
 #viasd-status [data-testid=status-tracker] {display: none !important;}
+#viasd-status .pending, #viasd-status.pending {opacity: 1;}  /* the line that says a run is queued stays readable */
 #viasd-cockpit #viasd-tau-accept .head label, #viasd-cockpit #viasd-tau-slim .head label,
 #viasd-cockpit #viasd-gamma .head label {font-size: 0.9rem;}
 #viasd-recorded-buttons {flex-wrap: nowrap; gap: 0.4rem;}
