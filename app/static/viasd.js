@@ -160,6 +160,9 @@
   };
   V.fresh = () => {  // the server's re-route landed; one it refused ([data-stale]) leaves the ghosts greyed
     const refused = !!document.querySelector("#viasd-status [data-stale]");
+    const at = V.grid && V.shown && V.snap(V.shown.a, V.shown.s, V.shown.g);
+    // an answer for an earlier release may land after the page drew a later point: the page's point stays
+    if (at && V.grid.points[key(at.a, at.s, at.g)]) V.draw(V.shown, true);
     V.stale(refused, true);
     document.querySelector("#viasd-status")?.classList.remove("viasd-stale");  // its own line is always legible
   };
