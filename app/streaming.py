@@ -122,6 +122,8 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "", prev
         yield done
         return
     config = settings.config()
+    if previous is None:  # a new run: the page's grid (another run's points) must not be drawn over it
+        yield {"grid_data": FEED.full(session, None), "grid_timer": False}
     if models is not None:
         for line in live_load.ensure(session, models):
             yield {"status": f"… {line}", "headline": cards.headline_html({}, progress=line)}

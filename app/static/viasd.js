@@ -33,9 +33,12 @@
   const put = (name, value) => { const p = V.parts[name]; if (p && p.props.value !== value) p.props.value = value; };
 
   V.load = (text) => {  // a whole grid ("grid"), the points computed since ("more"), or none ("")
-    if (!text) {
+    if (!text) {  // a run without a grid yet (it is running, or not VIA-SD): nothing to draw from
       V.grid = null; V.shown = null; V.wantSlim = null;
-      for (const name of ["notch", "tradeoff", "picker"]) put(name, "");
+      put("notch", '<div class="viasd-notch-line">No threshold grid computed for this run: '
+        + "a slider move re-routes on the server.</div>");
+      put("tradeoff", '<div class="viasd-tradeoff"></div>');
+      put("picker", '<div class="viasd-picker"></div>');
       return;
     }
     const d = typeof text === "string" ? JSON.parse(text) : text;
@@ -157,6 +160,9 @@
   };
   V.fresh = () => {  // the server's re-route landed; one it refused ([data-stale]) leaves the ghosts greyed
     const refused = !!document.querySelector("#viasd-status [data-stale]");
+    const at = V.grid && V.shown && V.snap(V.shown.a, V.shown.s, V.shown.g);
+    // an answer for an earlier release may land after the page drew a later point: the page's point stays
+    if (at && V.grid.points[key(at.a, at.s, at.g)]) V.draw(V.shown, true);
     V.stale(refused, true);
     document.querySelector("#viasd-status")?.classList.remove("viasd-stale");  // its own line is always legible
   };

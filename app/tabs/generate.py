@@ -263,6 +263,7 @@ class GenerateTab:
         common = {"inputs_kwargs": {**self.widgets, **boxes}, "show_progress": "minimal", **MODEL}
         reroute = gr.on([self.widgets[n].release for n in streaming.LIVE], self.reroute, None,
                         [*out, tradeoff_plot], api_name="reroute", trigger_mode="always_last",
+                        show_progress_on=[self.out["status"], self.out["metrics"]],  # the page drew text and headline
                         **{**common, "inputs_kwargs": {**self.widgets, "previous": self.out["trace"],
                                                        "grid": grid_state, "reliability": self.out["reliability"]}})
         self.notch.wire({n: self.widgets[n] for n in streaming.LIVE}, reroute)

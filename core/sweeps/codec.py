@@ -4,7 +4,8 @@ A sweep holds about a hundred traces of one prompt, so the field names, the voca
 reasons, verdicts, audit states, roles) and the token text pieces are written once per file, and each
 record is a list of numbers in `TOKEN_FIELDS` / `ROUND_FIELDS` / `CALL_FIELDS` order. Floats are rounded
 (`PLACES`): confidences and costs to what a screen or a sum can tell apart, wall times to 0.1 ms. `decisions`
-is what two runs must share to be the same run (everything but the wall clock and where predictions came from).
+is what two runs must share to be the same run (everything but the wall clock, where predictions came from and
+the fidelity measured afterwards).
 """
 
 from __future__ import annotations
@@ -115,8 +116,23 @@ def decisions(trace: Trace) -> dict[str, Any]:
         for call in row[ROUND_FIELDS.index("calls")]:
             call[wall] = call[CALL_FIELDS.index("from_memo")] = None
     encoded["wall_s"] = None
+    del encoded["fidelity"]  # measured afterwards, against a reference: compared apart
     texts = writer.texts
     for rows in (encoded["tokens"], encoded["rolled_back"]):
         for row in rows:
             row[2] = texts[row[2]]
     return encoded
+
+
+def same_run(a: Trace, b: Trace, tolerance: float = 0.0) -> bool:
+    """Whether two traces are the same run (`decisions`), confidences and costs within `tolerance`: in fp32 a
+    memo row computed in another batch shape differs in its last bits (about 1e-6), never in a decision."""
+    def close(x: Any, y: Any) -> bool:
+        if isinstance(x, float) and isinstance(y, float):
+            return abs(x - y) <= tolerance
+        if isinstance(x, (list, tuple)) and isinstance(y, (list, tuple)):
+            return len(x) == len(y) and all(close(u, v) for u, v in zip(x, y, strict=True))
+        if isinstance(x, dict) and isinstance(y, dict):
+            return x.keys() == y.keys() and all(close(x[k], y[k]) for k in x)
+        return x == y
+    return close(decisions(a), decisions(b))
