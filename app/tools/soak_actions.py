@@ -72,8 +72,8 @@ class Visitor:
     def answer(self, action: str) -> Answer:
         return Answer(action, self.index, time.monotonic() - self.started)
 
-    def settings(self) -> pools.Settings:
-        return pools.pair_settings(self.rng) if self.models else pools.smol_settings(self.rng)
+    def settings(self, via: bool = False) -> pools.Settings:
+        return pools.pair_settings(self.rng) if self.models else pools.smol_settings(self.rng, via)
 
 
 def _trace_of(result: Any) -> dict | None:
@@ -93,9 +93,9 @@ def _tokens_check(trace: dict | None, asked: pools.Settings, models: tuple[str, 
             "token_ids": [t["token_id"] for t in trace["tokens"]], "audit": [t.get("audit") for t in trace["tokens"]]}
 
 
-def run(v: Visitor, real: bool = False) -> Answer:
+def run(v: Visitor, real: bool = False, via: bool = False) -> Answer:
     """Run (or Re-run for real timing) with settings from the pool."""
-    answer, settings = v.answer("real timing" if real else ("pair run" if v.models else "run")), v.settings()
+    answer, settings = v.answer("real timing" if real else ("pair run" if v.models else "run")), v.settings(via)
     result = v.submit("/rerun_real" if real else "/generate", pools.values(settings), answer)
     answer.check = _tokens_check(_trace_of(result), settings, v.models, replay=not real)
     v.shown = settings
@@ -105,7 +105,7 @@ def run(v: Visitor, real: bool = False) -> Answer:
 def reroute(v: Visitor, far: bool = False) -> Answer:
     """Release a threshold slider one notch away (or jump far) from the run on screen."""
     if v.shown is None or v.shown.mode != "via":
-        return run(v)
+        return run(v, via=True)  # nothing to re-route on screen: a visitor runs VIA-SD first, then drags
     moved = pools.moved(v.shown, v.rng, far)
     answer = v.answer(("far jump" if far else "re-route") + (" (pair)" if v.models else ""))
     result = v.submit("/reroute", pools.values(moved), answer)

@@ -44,8 +44,9 @@ FAR = ((0.3, 0.1), (0.95, 0.9), (0.6, 1.0))
 """Far jumps: a drag across the slider, to pairs the prefetch never computed."""
 
 
-def smol_settings(rng: random.Random) -> Settings:
-    base = rng.choice(SMOL_BASES)
+def smol_settings(rng: random.Random, via: bool = False) -> Settings:
+    """A SmolLM2 request from the pool (`via`: a VIA-SD one, which a slider can re-route)."""
+    base = rng.choice([b for b in SMOL_BASES if b.mode == "via"] if via else SMOL_BASES)
     seed = rng.choice((1, 2)) if base.sampling else base.seed
     return base.with_(prompt=rng.choice(SMOL_PROMPTS), seed=seed)
 

@@ -60,7 +60,7 @@ def test_the_csv_has_one_row_per_minute_with_memory_latency_and_counts(tmp_path:
     rows = list(csv.DictReader(open(tmp_path / "soak.csv")))
     assert len(rows) == 20 and rows[0]["minute"] == "1"
     assert {"rss_mb", "threads", "handles", "queue", "errors", "wrong", "p95 re-route", "p50 run"} <= set(rows[0])
-    assert float(rows[-1]["rss_mb"]) == pytest.approx(2039.0)
+    assert float(rows[-1]["rss_mb"]) == pytest.approx(2039.0) == float(rows[-1]["rss_max_mb"])
     assert len(soak.figure().data) == 3  # memory, and the p95 of each action
 
 
