@@ -21,8 +21,6 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from core.analysis.tradeoffs import scheme_points, sweep_schemes, threshold_grid
-
 from app.settings import Settings
 from app.tabs.compare import parse_values
 from app.tools.soak_actions import Answer
@@ -32,6 +30,7 @@ from app.views.render import is_special
 from app.views.round_replay import visible_trace
 from app.views.tradeoff_chart import tradeoff_chart
 from core import EMBEDDED_ID, DecodeConfig, ModelBundle, generate, load_bundle
+from core.analysis.tradeoffs import scheme_points, sweep_schemes, threshold_grid
 from core.trace import Trace
 from examples import load_walkthroughs
 
