@@ -18,7 +18,7 @@ from core.decoding import adaptive
 from core.decoding.confidence import confidence
 from core.decoding.drafters import PromptLookupDrafter
 from core.decoding.sampling import ExactRule, Sampler
-from core.decoding.tiers import decide_tier, outcome_of
+from core.decoding.tiers import TierFacts, decide_tier, outcome_of
 from core.vocabulary import Audit, Outcome, Reason, Tier
 
 
@@ -29,7 +29,9 @@ def test_how_sure_is_the_chosen_words_probability_and_the_slim_verifiers_own_top
     c = confidence(drafter, blue)
     s = confidence(slim, int(slim.argmax()))  # the verifier's confidence is in its own top choice (engine.py)
     assert (round(c, 2), round(s, 2)) == (0.62, 0.72)
-    decision = decide_tier(c, lambda: s, 0.7, 0.5, full_already_ran=False)
+    policy = DecodeConfig(mode="via", drafter="self", tau_accept=0.7, tau_slim=0.5).policy
+    decision = decide_tier(TierFacts(draft_confidence=c, slim_confidence=lambda: s, slim_agreement=lambda: 0.0),
+                           policy)
     assert decision.tier is Tier.SLIM and decision.reason is Reason.SLIM_CONFIDENT
     verdict = ExactRule(Sampler()).judge(slim, blue, drafter, int(slim.argmax()))
     assert not verdict.accepted and verdict.token == clear
