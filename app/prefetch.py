@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 from app.fidelity_cache import FIDELITY
 from core import DecodeConfig, ModelBundle, generate
-from core.round_policy import in_order
+from core.round_policy import in_order, thresholds_apply
 from core.trace import Trace
 
 log = logging.getLogger(__name__)
@@ -89,8 +89,8 @@ class Prefetcher:
         yield
 
     def schedule(self, bundle: ModelBundle, prompt: str, config: DecodeConfig) -> None:
-        """Start warming the neighbours of `config`'s thresholds (VIA-SD only; other modes ignore them)."""
-        if config.mode != "via":
+        """Start warming the neighbours of `config`'s thresholds (VIA-SD only: other modes apply none)."""
+        if not thresholds_apply(config.mode):  # no threshold acts in this mode: nothing to warm
             return
         with self._lock:
             self._cancel.set()  # a job still running (another visitor's) gives way to the newer one

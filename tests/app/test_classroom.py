@@ -216,7 +216,7 @@ def test_copies_kept_on_trust_read_audited_or_pending() -> None:
     assert "cut by the audit" not in render.legend_html(_trace())  # runs without the audit keep the old legend
     assert 'data-metric="rolled_back">2<' in cards.metrics_html(summarize(finished), finished)
     sentence = audit_sentence(finished)
-    assert "4 copied tokens were kept on trust" in sentence and "refused 1 copy and cut 2 tokens" in sentence
+    assert "4 copied tokens were kept on trust" in sentence and "refused 1 token and cut 2 tokens" in sentence
     assert "so 2 stand" in sentence and "equals the full model's" in sentence
     assert audit_sentence(_trace()) == ""
 
