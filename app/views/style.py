@@ -80,6 +80,7 @@ button[role=tab].selected {color: #1d4ed8;}
 .dark button[role=tab].selected, .dark #viasd-files .download-link, .dark .prose a {color: #93c5fd;}
 #viasd-status {font-size: 1.0rem; min-height: 1.6rem;}
 #viasd-status p {margin: 0;}
+#viasd-status .pending, #viasd-status.pending {opacity: 1;}  /* the line that says a run is queued stays readable */
 #viasd-compare-table table {font-size: 0.9rem;}
 #viasd-compare-table th, #viasd-grid-table th, #viasd-compare-table th *, #viasd-grid-table th * {
   word-break: normal !important; overflow-wrap: normal !important; hyphens: none;}

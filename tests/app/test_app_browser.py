@@ -226,8 +226,16 @@ def test_dark_theme_from_the_url_is_readable_too(browser, app_url: str) -> None:
     pg.wait_for_function("() => document.body.classList.contains('dark')")
     pg.wait_for_timeout(300)
     failures = _low_contrast(pg)
+    # while a run waits in the queue Gradio dims its outputs to 0.2; the status line says so and must stay readable
+    queued_opacity = pg.evaluate("""() => {
+        const status = document.querySelector('#viasd-status');
+        [status, ...status.querySelectorAll('*')].forEach(e => e.classList.add('pending'));
+        const text = status.querySelector('p') || status;
+        let op = 1; for (let e = text; e; e = e.parentElement) op *= Number(getComputedStyle(e).opacity);
+        return op; }""")
     context.close()
     assert not failures, f"text below 4.5:1 with ?__theme=dark: {failures[:8]}"
+    assert queued_opacity == 1, f"the status line is dimmed to {queued_opacity} while a run is queued"
 
 
 def test_compare_streams_modes_and_marks_every_kind_of_difference(page) -> None:
