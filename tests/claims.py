@@ -253,7 +253,7 @@ def check_sensitivity(trace: Trace, bundle: object) -> bool:
             f" cut by the audit, {len(unwritten)} left unwritten by a refusal)") in line
     assert len(trace.decisions()) == len(answer) + len(trace.rolled_back) + len(unwritten)
     for name in ("τ_accept", "τ_slim"):
-        span = re.search(rf"{name} (?:anywhere from (\S+) to (\S+)|only at (\S+)) \(", line)
+        span = re.search(rf"{name} (?:anywhere from (\S+) to (\S+)|only at (\S+))(?: gives| \()", line)
         if span is None:
             assert name == "τ_slim" and "a one-notch move of τ_slim does change it" in line
             continue
