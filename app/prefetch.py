@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from app.fidelity_cache import FIDELITY
 from app.grids import RunGrid
 from core import ModelBundle, generate
+from core.round_policy import thresholds_apply
 from core.sweeps.grid import STEP
 from core.trace import Trace
 
@@ -57,7 +58,7 @@ class Prefetcher:
     def schedule(self, bundle: ModelBundle, grid: RunGrid) -> bool:
         """Start computing the points `grid` still misses (VIA-SD only: other modes ignore the thresholds);
         False when there is nothing to compute."""
-        if grid.config.mode != "via" or not grid.missing():
+        if not thresholds_apply(grid.config.mode) or not grid.missing():  # no threshold acts in other modes
             return False
         with self._lock:
             self._cancel.set()  # a job still running (another visitor's) gives way to the newer one

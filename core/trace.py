@@ -71,6 +71,20 @@ class CallRecord:
     prefill_units: float = 0.0  # the part of cost_units spent on the prompt (every method pays it once)
 
 
+@dataclass(frozen=True)
+class UnwrittenDecision:
+    """A draft token the tier rule sent to the full model whose pass then audited an earlier token kept on trust and
+    refused it: the round ended there, so the token was decided but never written. Recorded so that every decision
+    the rule made can be asked again (its facts, as a token's)."""
+
+    round: int
+    tier: int
+    reason: str
+    draft_confidence: float
+    slim_confidence: float | None
+    inputs: TierInputs
+
+
 @dataclass
 class RoundRecord:
     """One draft-and-verify round."""
@@ -84,6 +98,11 @@ class RoundRecord:
     wall_s: float = 0.0
     draft_texts: list[str] = field(default_factory=list)  # each draft token as text, so a saved trace spells its
     # drafts (those never kept too) without the model's tokenizer; empty in traces recorded before it was kept
+    unwritten: UnwrittenDecision | None = None  # the decision whose full pass refused an earlier token, if any
+
+    def __post_init__(self) -> None:
+        if isinstance(self.unwritten, dict):
+            self.unwritten = UnwrittenDecision(**{**self.unwritten, "inputs": TierInputs(**self.unwritten["inputs"])})
 
     @property
     def drafted(self) -> int:
@@ -198,6 +217,12 @@ class Trace:
     @property
     def token_ids(self) -> list[int]:
         return [t.token_id for t in self.tokens]
+
+    def decisions(self) -> list[TokenRecord | UnwrittenDecision]:
+        """Every draft token the tier rule decided: those written (in the answer or cut by an audit) and those a
+        refusal left unwritten."""
+        written = [t for t in [*self.tokens, *self.rolled_back] if t.draft_confidence is not None]
+        return written + [r.unwritten for r in self.rounds if r.unwritten is not None]
 
     def to_dataframe(self) -> pd.DataFrame:
         """One row per generated token, the tier rule's recorded inputs as columns of their own."""

@@ -10,6 +10,7 @@ drives it over random configurations; `configurations` draws them.
 
 from __future__ import annotations
 
+import html
 import random
 import re
 from collections import Counter
@@ -98,7 +99,7 @@ def check_tokens_and_legend(trace: Trace) -> None:
             assert span["data-copy"] == str(int(t.inputs.is_copy))
             assert ("prompt-lookup copy" in span["title"]) == t.inputs.is_copy
             assert ("audited it and it stands" in span["title"]) == (t.audit == Audit.AUDITED)
-        assert "kept on trust" not in span["title"] or t.audit in SHOWN_TRUST
+        assert "kept on trust (" not in span["title"] or t.audit in SHOWN_TRUST  # the trust note, not a reason
     legend = render.legend_html(trace)
     counts = dict(re.findall(r'class="tok(?: replaced)? o-([a-z-]+)">[^<]*</span> <span class="count">×(\d+)<', legend))
     assert {k: int(v) for k, v in counts.items()} == {o.value: n for o, n in (
@@ -138,8 +139,9 @@ def check_cards(trace: Trace) -> dict:
         assert _metric(page, "share_trusted") == f"{len(on_trust) / len(trace.tokens):.0%}"
     assert ("kept unchecked (tier 1)" in page) == (len(direct) > len(on_trust)), "tier 1 called unchecked"
     if trace.fidelity is not None:
-        assert "Compared with the full model's own greedy answer" in page
-        assert ("This run samples" in page) == (not trace.policy.greedy)
+        words = html.unescape(page)
+        assert "Compared with the full model's own greedy answer" in words
+        assert ("This run samples" in words) == (not trace.policy.greedy)
     return {"drafted": drafted, "kept": kept, "speed": shown, "rejection": rejection, "trusted": trusted,
             "direct": len(direct), "direct_on_trust": len(on_trust)}
 
@@ -159,7 +161,8 @@ def check_sentences(trace: Trace, counts: dict) -> None:
         assert (f"({counts['direct_on_trust']} of them on trust" in sentence) == bool(counts["direct_on_trust"])
     trusted = counts["trusted"]
     marks = trace.policy.audits or any(t.audit != Audit.NONE for t in [*trace.tokens, *trace.rolled_back])
-    assert ("kept on trust and audited" in sentence or "Nothing was kept on trust" in sentence) == marks
+    told = re.search(r"kept on trust(?: \(\d+ copied, \d+ drafted\))? and audited", sentence)
+    assert (bool(told) or "Nothing was kept on trust" in sentence) == marks, sentence
     if marks and trusted:
         copies = sum(t.inputs.is_copy for t in trusted)
         kind = "copied token" if copies == len(trusted) else "drafted token" if not copies else "token"
@@ -244,11 +247,15 @@ def check_sensitivity(trace: Trace, bundle: object) -> bool:
         return False
     policy, config = trace.policy, trace.config
     assert f"τ_accept {threshold_text(policy.tau_accept)}, τ_slim {threshold_text(policy.tau_slim)}" in line
-    assert f"{len(trace.tokens) + len(trace.rolled_back)} routed tokens" in line
+    answer = [t for t in trace.tokens if t.draft_confidence is not None]
+    unwritten = [r for r in trace.rounds if r.unwritten is not None]
+    assert (f"{len(trace.decisions())} drafted tokens recorded ({len(answer)} in the answer, {len(trace.rolled_back)}"
+            f" cut by the audit, {len(unwritten)} left unwritten by a refusal)") in line
+    assert len(trace.decisions()) == len(answer) + len(trace.rolled_back) + len(unwritten)
     for name in ("τ_accept", "τ_slim"):
-        span = re.search(rf"{name} (?:anywhere from (\S+) to (\S+?)|only at (\S+?))[ ;]", line)
+        span = re.search(rf"{name} (?:anywhere from (\S+) to (\S+)|only at (\S+))(?: gives| \()", line)
         if span is None:
-            assert name == "τ_slim" and "τ_slim does change it" in line
+            assert name == "τ_slim" and "a one-notch move of τ_slim does change it" in line
             continue
         for text in {v for v in span.groups() if v}:
             value = 1.0 if text == "off" else float(text)

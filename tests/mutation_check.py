@@ -1,6 +1,7 @@
 """Mutation check: break one core invariant at a time and show that the test suite notices.
 
-    python tests/mutation_check.py           # every mutant against FULL_TESTS (rules, engine, copy evidence, audit)
+    python tests/mutation_check.py           # every mutant against FULL_TESTS (rules, engine, copy evidence, audit,
+                                             # the property test of the claims on screen)
     python tests/mutation_check.py --quick   # a fast subset (CI runs this through tests/decoding/test_mutation.py)
 
 The repository is copied to a temporary folder, the unmutated copy must pass the chosen tests
@@ -75,6 +76,11 @@ MUTANTS = (
             (r"confident = _has_evidence\(facts, policy\)", "confident = True"),
         )),
     )),
+    Mutant("an app view ignores the recorded audit state", (
+        Edit("app/views/render.py", (  # trust_of: every token tiers 1 and 2 kept is drawn as audited, records or not
+            (r'return SHOWN_TRUST\.get\(t\.audit, ""\)', 'return "audited" if t.tier in (1, 2) else ""'),
+        )),
+    )),
     Mutant("audit lets every copy stand", (
         Edit("core/decoding/engine.py", (  # _Decoder._audit: the full pass never refuses a copy kept on trust
             (r"if verdict\.accepted:\n(\s+)result\.audited\.append\(record\)",
@@ -94,9 +100,10 @@ QUICK_TESTS = (
     "tests/decoding/test_engine.py::test_full_verifier_rejection_sampling_is_exact_in_distribution",
     "tests/decoding/test_copy_evidence.py::test_statistic_verifier_and_audit_settings_and_model_drafts",
     "tests/decoding/test_audit.py::test_audited_copies_reproduce_plain_greedy_decoding[4-0.2]",
+    "tests/app/test_claims.py::test_the_audit_marks_and_counts_follow_the_recorded_audit_state",
 )
 FULL_TESTS = ("tests/decoding/test_rules.py", "tests/decoding/test_engine.py", "tests/decoding/test_copy_evidence.py",
-              "tests/decoding/test_audit.py")
+              "tests/decoding/test_audit.py", "tests/app/test_claims.py")
 SKIP = shutil.ignore_patterns(".git", "__pycache__", "*.pyc", ".cache", ".venv", "node_modules", ".ruff_cache",
                               ".pytest_cache")
 

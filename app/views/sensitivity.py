@@ -50,11 +50,11 @@ def same_run(trace: Trace, tau_accept: float, tau_slim: float) -> bool:
     retuned = policy.retuned(tau_accept, tau_slim)
     if retuned == policy:
         return True
-    routed = [t for t in [*trace.tokens, *trace.rolled_back] if t.draft_confidence is not None]
-    if any(t.inputs is None for t in routed):
+    decisions = trace.decisions()
+    if any(t.inputs is None for t in decisions):
         return False
     slim_ran: dict[int, list[bool]] = {}
-    for t in routed:
+    for t in decisions:
         facts = replayed_facts(t)
         try:
             decision, asked = _asked(facts, retuned)
@@ -113,11 +113,14 @@ def effect_line(trace: Trace | None) -> str:
     if not (a_lo < policy.tau_accept and (a_hi > policy.tau_accept or switched_off(policy.tau_accept))):
         return ""
     s_lo, s_hi = reproducing(trace, "tau_slim")
-    routed = len(trace.tokens) + len(trace.rolled_back)
+    decided = trace.decisions()
     settings = f"τ_accept {threshold_text(policy.tau_accept)}, τ_slim {threshold_text(policy.tau_slim)}"
-    slim = (f" and {_span('τ_slim', s_lo, s_hi)}" if s_lo != s_hi else
-            "; τ_slim does change it: one notch re-routes a token")
-    return (f"**The run on screen ({settings}):** {_span('τ_accept', a_lo, a_hi)}{slim} gives this very run — "
-            f"the tier rule, asked again with the facts each of its {routed} routed tokens recorded "
-            f"({len(trace.tokens)} in the answer, {len(trace.rolled_back)} cut by the audit), decides every one "
-            "the same. Past those notches the run changes.")
+    slim = (f", and so does {_span('τ_slim', s_lo, s_hi)} (τ_accept held)" if s_lo != s_hi else
+            "; a one-notch move of τ_slim does change it")
+    answer = sum(t.draft_confidence is not None for t in trace.tokens)  # the bonus and refusal tokens: no draft
+    unwritten = sum(r.unwritten is not None for r in trace.rounds)
+    return (f"**The run on screen ({settings}):** {_span('τ_accept', a_lo, a_hi)} gives this very run (τ_slim "
+            f"held){slim}. The tier rule, asked again with the facts each of its {len(decided)} drafted tokens "
+            f"recorded ({answer} in the answer, {len(trace.rolled_back)} cut by the audit, {unwritten} left "
+            "unwritten by a refusal), decides every one the same there; past those notches it "
+            "may decide one differently.")

@@ -46,8 +46,10 @@ def expected_tokens(alpha: float, gamma: float) -> float:
 
 
 def expected_speedup(alpha: float, cost: float, gamma: float, verify: float) -> float:
-    """Speed-up over plain decoding: E[tokens/round] / (gamma*c + v)."""
-    return expected_tokens(alpha, gamma) / (gamma * cost + verify)
+    """Speed-up over plain decoding: E[tokens/round] / (gamma*c + v); unbounded when a round costs nothing (a free
+    drafter whose tokens no verifier checked)."""
+    spent = gamma * cost + verify
+    return expected_tokens(alpha, gamma) / spent if spent > 0 else float("inf")
 
 
 def break_even_alpha(cost: float, gamma: float, verify: float) -> float | None:
@@ -116,15 +118,16 @@ def run_point(trace: Trace) -> RunPoint | None:
 def explain(trace: Trace) -> str:
     """One sentence saying what made this run fast or slow, with the numbers that decide it."""
     point = run_point(trace)
-    if trace.config.mode == "plain" or not trace.rounds:
+    if trace.policy.method == "plain" or not trace.rounds:
         return "Plain decoding: one full pass per token, the baseline every speed-up is measured against."
     if point is None:
         return ("Nothing was drafted (prompt lookup found no earlier text to copy), so every token cost a full "
                 "pass: no faster than plain decoding.")
     pace = point.speedup
     head = (f"Drafting cost {point.cost:.2f} of a full pass per token and {point.alpha:.0%} of drafts were kept, "
-            f"with verification at {point.verify:.2f} passes per round: about {pace:.2f}x plain in the rounds "
-            f"that drafted")
+            f"with verification at {point.verify:.2f} passes per round: "
+            + ("no pass at all" if pace == float("inf") else f"about {pace:.2f}x plain")
+            + " in the rounds that drafted")
     needed_alpha = break_even_alpha(point.cost, point.gamma, point.verify)
     needed_cost = break_even_cost(point.alpha, point.gamma, point.verify)
     if pace >= 1.0:

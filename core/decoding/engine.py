@@ -59,7 +59,7 @@ from core.models.layer_routes import resolve_route
 from core.models.loading import ModelBundle
 from core.models.prompting import encode_prompt, stop_token_ids, template_positions
 from core.round_policy import RoundPolicy
-from core.trace import CallRecord, RoundRecord, TierInputs, TokenRecord, Trace
+from core.trace import CallRecord, RoundRecord, TierInputs, TokenRecord, Trace, UnwrittenDecision
 from core.vocabulary import CopyEvidence, DraftKind, Outcome, Reason, Tier, TierDecision, Why
 
 __all__ = ["encode_prompt", "generate", "iter_generate", "stop_token_ids"]
@@ -96,20 +96,20 @@ class _Decoder:
         result = RoundResult(RoundRecord(index=index, draft_tokens=list(draft.tokens), accepted=0, emitted=0,
                                          calls=[self._call(self.drafter.scorer, c) for c in draft.calls]),
                              waiting=list(self.adaptive.audit.waiting))
-        n = len(tokens)
-        slim, full = self._passes(tokens + draft.tokens, n, len(draft), result)
+        n, (slim, full) = len(tokens), self._passes(tokens + draft.tokens, len(tokens), len(draft), result)
         slim_open = self.adaptive.gate.allows()  # once per round: may tier 2 run its pass
         # 2. Route each draft token, left to right (the whole rule: tiers.decide_tier).
         for j, token in enumerate(draft.tokens):
             facts = self._facts(draft, j, slim, full, slim_open, result)
             decision = decide_tier(facts, self.policy)
-            if decision.tier is Tier.FULL and not self._audit(result, n, full):
-                break  # the full pass audited what waits on trust first, and refused a token: the output is cut
-            if decision.tier is Tier.DRAFT:  # tier 1: trusted as drafted
-                verdict = Verdict(True, token, Why.TRUSTED)
-            else:  # tier 2 or 3: that verifier decides
-                verifier = slim if decision.tier is Tier.SLIM else full
-                verdict = self.rule.judge(verifier.q(j), token, draft.p(j), verifier.best(j))
+            if decision.tier is Tier.FULL and not self._audit(result, n, full):  # it audited what waits, refused one
+                result.record.unwritten = UnwrittenDecision(
+                    index, int(decision.tier), decision.reason.value, draft.confidences[j],
+                    slim.recorded_confidence(j), facts.inputs(self._agreement(draft, j, slim)))
+                break  # the output is cut back there; this token is never written
+            verifier = slim if decision.tier is Tier.SLIM else full  # tier 1 keeps the draft; tier 2 or 3 judges it
+            verdict = (Verdict(True, token, Why.TRUSTED) if decision.tier is Tier.DRAFT
+                       else self.rule.judge(verifier.q(j), token, draft.p(j), verifier.best(j)))
             record = self._token(index, verdict, decision, draft, slim, full, j,
                                  facts.inputs(self._agreement(draft, j, slim)))
             result.tokens.append(record)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from core.round_policy import RoundPolicy, fires
-from core.trace import TierInputs, TokenRecord
+from core.trace import TierInputs, TokenRecord, UnwrittenDecision
 from core.vocabulary import CopyEvidence, Outcome, Reason, Tier, TierDecision
 
 
@@ -87,9 +87,9 @@ def _recorded(value: float | None) -> Callable[[], float]:
     return read
 
 
-def replayed_facts(t: TokenRecord) -> TierFacts | None:
-    """The facts the rule read for a recorded token (None: no draft decided it, or a trace from before facts were
-    recorded). A slim number the run never computed raises `NotRecordedError` when the rule asks for it."""
+def replayed_facts(t: TokenRecord | UnwrittenDecision) -> TierFacts | None:
+    """The facts the rule read for a recorded decision (`Trace.decisions`; None: no draft decided it, or a trace from
+    before facts were recorded). A slim number the run never computed raises `NotRecordedError` when asked for."""
     given = t.inputs
     if given is None or t.draft_confidence is None:
         return None

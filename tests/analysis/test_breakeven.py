@@ -76,6 +76,12 @@ def test_a_drafter_too_dear_for_any_acceptance_has_no_break_even():
     assert break_even_alpha(0.0, 4, 1.0) == 0.0
 
 
+def test_a_round_that_cost_nothing_is_unboundedly_fast_and_said_so():
+    # a free drafter whose tokens no verifier checked (tier 1 kept them all): no division by zero
+    assert expected_speedup(0.5, 0.0, 4, 0.0) == float("inf")
+    assert expected_speedup(0.5, 0.0, 4, 1.0) == expected_tokens(0.5, 4)
+
+
 def test_published_regime_is_fast_under_the_formula():
     low = expected_speedup(PUBLISHED.alpha[0], PUBLISHED.cost[1], 4, 1.0)
     assert low > 1.5

@@ -33,7 +33,8 @@ from core.vocabulary import SIGNALS
 def _model_signals(conf: list[float], agree: list[bool], drafted: list[bool] | None = None) -> ModelSignals:
     values = np.array(conf)
     return ModelSignals(choice=np.arange(len(conf)), confidence={s: values for s in SIGNALS},
-                        agree=np.array(agree), drafted=np.array(drafted if drafted else [True] * len(conf)))
+                        agree=np.array(agree), drafted=np.array(drafted if drafted else [True] * len(conf)),
+                        copy=np.zeros(len(conf), dtype=bool))
 
 
 def hand_made(drafted: list[bool] | None = None) -> ReliabilityData:

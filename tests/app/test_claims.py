@@ -15,7 +15,14 @@ import random
 from collections import Counter
 
 import pytest
-from claims import check_prediction, check_sensitivity, check_views, configurations
+from claims import (
+    check_cards,
+    check_prediction,
+    check_sensitivity,
+    check_tokens_and_legend,
+    check_views,
+    configurations,
+)
 from tiny import tiny_bundle
 
 from core import DecodeConfig, generate
@@ -38,14 +45,13 @@ def bundle():
 
 
 def check_the_rule_answers_as_recorded(trace: Trace) -> None:
-    """Every token a draft decided: the tier rule, asked again with its recorded facts under the stamped policy,
-    gives the recorded tier and reason (any slim number it reads was recorded, since reading it ran the pass)."""
+    """Every decision a draft took (written, cut, or left unwritten by a refusal): the tier rule, asked again with
+    its recorded facts under the stamped policy, gives the recorded tier and reason (any slim number it reads was
+    recorded, since reading it ran the pass). Tokens no draft decided record no facts."""
     for t in [*trace.tokens, *trace.rolled_back]:
-        facts = replayed_facts(t)
-        if t.draft_confidence is None:
-            assert facts is None
-            continue
-        decision = decide_tier(facts, trace.policy)
+        assert (replayed_facts(t) is None) == (t.draft_confidence is None), t
+    for t in trace.decisions():
+        decision = decide_tier(replayed_facts(t), trace.policy)
         assert (int(decision.tier), decision.reason.value) == (t.tier, t.reason), t
 
 
@@ -71,6 +77,24 @@ def test_every_claim_on_screen_agrees_with_the_records(bundle, chunk):
     rng = random.Random(chunk)
     for i, config in enumerate(tiny_configurations()[chunk * PER_CHUNK:(chunk + 1) * PER_CHUNK]):
         check_run(bundle, TINY_PROMPTS[(chunk + i) % len(TINY_PROMPTS)], config, rng)
+
+
+QUICK = [TINY.with_(mode="via", drafter=drafter, copy_evidence=evidence, tau_accept=0.3, tau_slim=tau_slim, gamma=4)
+         for drafter in ("self", "ngram", "hybrid") for evidence, tau_slim in (("audit", 0.2), ("statistic", 1.0))]
+"""Runs with tokens kept on trust beside tokens tier 1 kept unchecked: the audit marks' quick check."""
+
+
+def test_the_audit_marks_and_counts_follow_the_recorded_audit_state(bundle):
+    """The quick part of the property test (the mutation check runs it): marks, legend and cards on runs where
+    some tier-1 tokens wait on trust and others do not."""
+    trusted = unchecked = 0
+    for i, config in enumerate(QUICK):
+        trace = generate(bundle, TINY_PROMPTS[i % len(TINY_PROMPTS)], config)
+        check_tokens_and_legend(trace)
+        check_cards(trace)
+        trusted += sum(t.audit != "none" for t in trace.tokens)
+        unchecked += sum(t.tier == 1 and t.audit == "none" for t in trace.tokens)
+    assert trusted and unchecked, "the runs must hold both kinds of tier-1 token"
 
 
 @pytest.mark.embedded

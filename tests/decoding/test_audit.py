@@ -96,6 +96,11 @@ def test_the_trace_stays_consistent_after_cuts(bundle):
     again = Trace.from_json(trace.to_json())
     assert again.rolled_back == trace.rolled_back and again.token_ids == trace.token_ids
     assert trace.rounds_dataframe()["rolled_back"].sum() == cut_earlier
+    unwritten = [r.unwritten for r in trace.rounds if r.unwritten is not None]
+    refused_in = {t.round for t in refusals}
+    assert unwritten and {u.round for u in unwritten} <= refused_in, "a token is left unwritten only by a refusal"
+    assert all(u.tier == Tier.FULL for u in unwritten), "only a token sent to the full model asks for its pass"
+    assert again.decisions() == trace.decisions() and all(u in trace.decisions() for u in unwritten)
 
 
 def test_a_full_span_of_waiting_tokens_calls_the_full_verifier(bundle, plain):
