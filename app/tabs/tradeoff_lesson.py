@@ -13,13 +13,12 @@ import gradio as gr
 
 from app import recorded
 from app.views import tradeoff_lesson as lesson
-from app.views.render import legend_html
 
 CSS = f"""
 #{lesson.TOKENS_ID} {{max-height: 13em; overflow-y: auto; font-size: 1.05rem; line-height: 1.45;}}
 .viasd-lesson-step p {{margin: 0.15rem 0; line-height: 1.35;}}
 .viasd-lesson-numbers {{font-size: 1.1rem;}}
-#viasd-lesson-legend {{font-size: 0.85rem;}}
+#{lesson.LEGEND_ID} {{font-size: 0.85rem;}}
 """
 """The lesson's styles (added to the app's CSS in app.ui): the text box scrolls past about 13 lines."""
 
@@ -52,7 +51,6 @@ class TradeoffLesson:
                 with gr.Column(scale=3, min_width=420):
                     self.step = gr.HTML(first["step"], elem_id="viasd-lesson-says")
                     self.tokens = gr.HTML(first["tokens"])
-                    gr.HTML(legend_html(elem_id="viasd-lesson-legend"))
                 with gr.Column(scale=2, min_width=300):
                     self.chart = gr.Plot(first["chart"], show_label=False, elem_id="viasd-lesson-chart")
 

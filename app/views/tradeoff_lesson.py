@@ -20,13 +20,13 @@ from app.views.cards import headline_values
 from app.views.chart_style import finish
 from app.views.numbers import plural
 from app.views.recorded_tradeoff import TAU_ACCEPT_ROWS, recorded_rows, tau_note
-from app.views.render import tokens_html
+from app.views.render import legend_html, tokens_html
 from core.trace import Trace
 from core.vocabulary import Outcome
 
 LESSON_TAUS = (1.0, 0.9, 0.7, 0.5)
 """The steps: classic SD (tier 1 off), the pair's recommended value, then two lower thresholds."""
-TOKENS_ID = "viasd-lesson-tokens"
+TOKENS_ID, LEGEND_ID = "viasd-lesson-tokens", "viasd-lesson-legend"
 SPEED_COLOUR, WORDS_COLOUR, MARK_COLOUR = "#0072B2", "#D55E00", "#E69F00"
 
 
@@ -111,8 +111,9 @@ def step_html(steps: list[Step], index: int) -> str:
 
 
 def step_tokens(steps: list[Step], index: int) -> str:
-    """The step's text, each token coloured by its tier."""
-    return tokens_html(steps[index].trace, elem_id=TOKENS_ID)
+    """The step's text, each token coloured by its tier, over the legend with this step's counts."""
+    trace = steps[index].trace
+    return tokens_html(trace, elem_id=TOKENS_ID) + legend_html(trace, elem_id=LEGEND_ID)
 
 
 def lesson_chart(grid: RunGrid | None, current: float | None = None) -> go.Figure:
@@ -140,8 +141,8 @@ def lesson_chart(grid: RunGrid | None, current: float | None = None) -> go.Figur
                                  hoverinfo="skip"), secondary_y=True)
         fig.add_vline(x=current, line={"color": MARK_COLOUR, "width": 2})
     fig.add_hline(y=1.0, line={"color": "#7a7a7a", "dash": "dash", "width": 2}, annotation_text="plain 1.0×",
-                  annotation_position="bottom left")
-    fig.update_xaxes(title="τ_accept (lower: more kept unchecked)", autorange="reversed", dtick=0.1)
+                  annotation_position="bottom right")
+    fig.update_xaxes(title="τ_accept (lower: more kept unchecked)", autorange="reversed", dtick=0.1, tickformat=".1f")
     fig.update_yaxes(title="speed-up (modelled)", rangemode="tozero", secondary_y=False)
     fig.update_yaxes(title="words differing (%)", range=[0, 100], showgrid=False, secondary_y=True)
     subtitle = "recorded sweep, tier 2 off" if rows else "the recorded sweep is missing"
