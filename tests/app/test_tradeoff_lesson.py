@@ -6,6 +6,7 @@ import re
 
 import gradio as gr
 import pytest
+from app_fixtures import app_url_fixture, browser_fixture  # noqa: F401  (fixtures)
 
 from app import recorded
 from app.tabs import tradeoff_lesson as section
@@ -97,3 +98,26 @@ def test_the_section_steps_and_degrades_to_one_line_without_the_sweep(grid, monk
     lines = [b.value for b in blocks.blocks.values() if isinstance(b, gr.HTML)]
     assert len(lines) == 1 and "missing" in lines[0] and lines[0].count("<p") == 1
     assert lesson.lesson_steps(None) == [] and len(lesson.lesson_chart(None).data) == 2
+
+
+@pytest.mark.embedded
+@pytest.mark.browser
+def test_every_step_fits_a_projector_and_shows_its_numbers(grid, browser, app_url: str) -> None:
+    page = browser.new_context(viewport={"width": 1024, "height": 768}).new_page()
+    page.goto(app_url, wait_until="domcontentloaded")
+    page.wait_for_selector("#viasd-run", timeout=60_000)
+    page.get_by_role("tab", name=re.compile("Classroom")).click()
+    page.locator("#viasd-lesson").get_by_text("The trade-off on the real pair").first.click()
+    for step in lesson.lesson_steps(grid):
+        page.locator("#viasd-lesson-pick").get_by_text(lesson.choice_label(step), exact=True).click()
+        page.wait_for_selector(f".viasd-lesson-step[data-tau='{step.tau:.2f}']", timeout=30_000)
+        page.evaluate("document.getElementById('viasd-lesson').scrollIntoView({block: 'start'})")
+        said = page.inner_text(".viasd-lesson-numbers")
+        assert step.speed in said and step.words in said
+        boxes = [page.locator(sel).bounding_box() for sel in
+                 ("#viasd-lesson-pick", ".viasd-lesson-step", f"#{lesson.TOKENS_ID}", f"#{lesson.LEGEND_ID}",
+                  "#viasd-lesson-chart")]
+        assert all(box is not None for box in boxes)
+        assert max(box["y"] + box["height"] for box in boxes) - min(box["y"] for box in boxes) <= 768, boxes
+        assert max(box["x"] + box["width"] for box in boxes) <= 1024, boxes
+    page.close()
