@@ -18,6 +18,8 @@ from app.tabs.classroom import ClassroomTab
 from app.tabs.compare import CompareTab
 from app.tabs.generate import GenerateTab
 from app.tabs.models import ModelsPanel
+from app.tabs.tradeoff_lesson import CSS as LESSON_CSS
+from app.tabs.tradeoff_lesson import TradeoffLesson
 from app.views import render
 from app.views.style import CSS
 from core.limits import MAX_SESSIONS
@@ -47,12 +49,14 @@ def build_demo() -> gr.Blocks:
                 compare = CompareTab()
             with gr.Tab("3 · Classroom", id="classroom"):
                 classroom = ClassroomTab()
+                lesson = TradeoffLesson()
             with gr.Tab("4 · About the numbers", id="about"):
                 AboutTab()
         generate.wire(compare.tradeoff_plot, compare.grid_state, (models.verifier, models.drafter))
         models.wire(generate.widgets)
         compare.wire(generate.widgets)
         classroom.wire(generate.out["trace"])
+        lesson.wire()
         demo.load(generate.ready, None, generate.out["status"], api_visibility="private", queue=False,
                   show_progress="hidden")
         share.wire(demo, generate.widgets, generate.example, generate.generate, generate.out,
@@ -64,5 +68,5 @@ def launch_kwargs() -> dict[str, Any]:
     """Theme and CSS go to launch() in Gradio 6; tests that launch the demo themselves use this too. Gradio keeps
     every session's last outputs (figures included) until `state_session_capacity` sessions: 10,000 by default,
     gigabytes on a public demo; the app keeps as many as it keeps visitors (`VIASD_MAX_SESSIONS`)."""
-    return {"theme": THEME, "css": CSS + CLASSROOM_CSS + render.TOKEN_CSS, "head": HEAD,
+    return {"theme": THEME, "css": CSS + CLASSROOM_CSS + LESSON_CSS + render.TOKEN_CSS, "head": HEAD,
             "footer_links": ["api", "gradio", "settings"], "state_session_capacity": MAX_SESSIONS}

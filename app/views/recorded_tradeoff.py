@@ -13,23 +13,36 @@ from app.views.cards import headline_values
 from core.analysis.metrics import summarize
 from core.round_policy import OFF, switched_off
 from core.sweeps.grid import Point
+from core.trace import Trace
 
 TAU_ACCEPT_ROWS = (1.0, 0.95, 0.9, 0.8, 0.7, 0.6, 0.5)
 """The τ_accept values the table shows (1.0: tier 1 off, i.e. classic SD; 0.9: the pair's recommended value)."""
+
+
+def recorded_rows(grid: RunGrid, taus: tuple[float, ...] = TAU_ACCEPT_ROWS) -> list[tuple[float, Trace, dict]]:
+    """(τ_accept, its recorded trace, `summarize` of it) at tier 2 off and the run's own γ, for each of `taus` the
+    sweep holds (the About table and the Classroom's trade-off lesson read the same rows)."""
+    rows = []
+    for tau in taus:
+        trace = grid.trace(Point(tau, OFF, grid.config.gamma))
+        if trace is not None:
+            rows.append((tau, trace, summarize(trace)))
+    return rows
+
+
+def tau_note(grid: RunGrid, tau: float) -> str:
+    """What a τ_accept value is on this sweep: "classic SD" (tier 1 off), "recommended" (the run's own), or ""."""
+    return "classic SD" if switched_off(tau) else "recommended" if tau == grid.config.tau_accept else ""
 
 
 def tradeoff_table(grid: RunGrid) -> str:
     """The markdown table of the recorded trade-off at tier 2 off and the run's own γ."""
     rows = ["| τ_accept | modelled speed-up | words differing | drafts rejected | tokens kept unchecked (tier 1) |",
             "|---|---|---|---|---|"]
-    for tau in TAU_ACCEPT_ROWS:
-        trace = grid.trace(Point(tau, OFF, grid.config.gamma))
-        if trace is None:
-            continue
-        metrics = summarize(trace)
+    for tau, _, metrics in recorded_rows(grid):
         speed, rejected, words, _ = headline_values(metrics)
-        note = " (classic SD)" if switched_off(tau) else " (recommended)" if tau == grid.config.tau_accept else ""
-        label = f"{tau:.2f}{note}"
+        note = tau_note(grid, tau)
+        label = f"{tau:.2f}" + (f" ({note})" if note else "")
         rows.append(f"| {label} | {speed} | {words} | {rejected} | {metrics['share_direct-accepted']:.0%} |")
     return "\n".join(rows)
 
