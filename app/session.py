@@ -97,6 +97,11 @@ class Sessions:
             visitor.stop.set()
             return visitor.running > 0
 
+    def visitor_count(self) -> int:
+        """Visitors with a record (bounded by MAX_SESSIONS; the soak and the leak test read it)."""
+        with self._lock:
+            return len(self._visitors)
+
     # -- models -----------------------------------------------------------------------------
     def default_bundle(self) -> ModelBundle:
         """The shared embedded bundle, loading it on first use (concurrent callers wait for one load)."""
