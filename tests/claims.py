@@ -18,6 +18,7 @@ from html.parser import HTMLParser
 
 from app.views import cards, render
 from app.views.insight import prediction_markdown, why_sentence
+from app.views.numbers import plural
 from app.views.round_replay import round_view, trace_decoder
 from app.views.sensitivity import effect_line
 from core import DecodeConfig, attach_fidelity, generate
@@ -204,13 +205,15 @@ def check_captions(trace: Trace) -> int:
     for index, rnd in enumerate(trace.rounds):
         _, caption = round_view(trace, index, decode)
         assert f"Round {index + 1} of {len(trace.rounds)}." in caption
-        assert f"This round kept {rnd.accepted} of {len(rnd.draft_tokens)} drafted and wrote {rnd.emitted}." in caption
+        kept = f"Kept {rnd.accepted} of {plural(rnd.drafted, 'draft')}, wrote" if rnd.drafted else "Wrote"
+        assert f"{kept} {plural(rnd.emitted, 'token')}, for " in caption
         gone = sum(1 for t in trace.rolled_back if t.audit_round is not None and t.audit_round <= index)
         answer = sum(1 for t in written if t.round <= index) - gone
         cost = sum(c.cost_units for r in trace.rounds[:index + 1] for c in r.calls)
-        assert f"So far: {answer} tokens in the answer for {cost:.2f} passes" in caption
+        assert f"So far {plural(answer, 'token')} cost {cost:.2f}" in caption
         cut = sum(1 for t in trace.rolled_back if t.audit_round == index)
-        assert (f"Its audit cut {cut} token" in caption) == bool(cut)
+        assert (f"Its audit cut {plural(cut, 'token')}" in caption) == bool(cut)
+        slim_ran = any(c.role == "slim" for c in rnd.calls)
         mine = sorted((t for t in written if t.round == index), key=lambda t: (t.reason == Reason.AUDIT_REFUSED,
                                                                                t.position))
         for attrs, text in _Points(caption).points:
@@ -218,14 +221,14 @@ def check_captions(trace: Trace) -> int:
             assert {t.reason for t in group} == {attrs["data-reason"]}, (attrs, group)
             trusted = {t.audit != Audit.NONE for t in group}
             assert len(trusted) == 1
-            assert ("on trust for now" in text) == (trusted.pop() and group[0].reason in (
+            assert ("Kept on trust:" in text) == (trusted.pop() and group[0].reason in (
                 Reason.DRAFT_CONFIDENT, Reason.SLIM_CONFIDENT)), text
             assert "Prompt lookup copied" not in text or all(t.inputs.is_copy for t in group), text
             asked = [t.slim_confidence is not None and policy.tier2_on for t in group]
-            assert "nor the slim verifier" not in text or all(asked), text
-            assert "slim verifier is switched off" not in text or not policy.tier2_on, text
-            assert "slim gate skipped" not in text or not group[0].inputs.slim_open, text
-            assert "Classic speculative decoding sends" not in text or policy.method == "sd", text
+            assert "Neither was sure" not in text or all(asked), text
+            assert "tier 2 is off" not in text or not policy.tier2_on, text
+            assert "slim pass was skipped this round" not in text or not slim_ran, text
+            assert "Classic SD:" not in text or policy.mode == "sd", text
             checked += 1
     return checked
 

@@ -201,7 +201,8 @@ def _group_sentence(group: list[tuple[TokenRecord, str | None]], tiers: Tiers, c
     tokens = [t for t, _ in group]
     reason = Reason(tokens[0].reason)
     trusted = tokens[0].audit != Audit.NONE
-    form = ((COPIED if copy else ON_TRUST) if trusted else {}).get(reason) or GROUPED[reason]
+    on_trust = ((COPIED if copy else ON_TRUST).get(reason) or ON_TRUST.get(reason)) if trusted else None
+    form = on_trust or GROUPED[reason]
     drafter, slim = sure_range([t.draft_confidence for t in tokens]), sure_range([t.slim_confidence for t in tokens])
     sure = (f"{slim}, all ≥ {tiers.tau_slim:g}" if reason == Reason.SLIM_CONFIDENT
             else f"{drafter}, all ≥ {tiers.tau_accept:g}")
