@@ -84,7 +84,7 @@ class Checker:
     def _tokens(self, spec: dict) -> str:
         asked: Settings = spec["asked"]
         trace, models = spec["trace"], spec["models"]
-        config = asked.config()
+        config = asked.clamped()[0].config()  # what the app runs: out-of-range numbers clamped, as the sliders do
         if trace["prompt"] != asked.prompt:
             return f"someone else's answer: prompt {trace['prompt'][:50]!r}"
         if DecodeConfig.from_dict(trace["config"]) != config:
@@ -117,7 +117,7 @@ class Checker:
 
     def _grid(self, spec: dict) -> str:
         asked: Settings = spec["asked"]
-        config = asked.config()
+        config = asked.clamped()[0].config()  # what the app runs: out-of-range numbers clamped, as the sliders do
         values = sorted({*parse_values(GRID_VALUES), config.tau_accept, config.tau_slim})  # as the Compare tab
         key = ("grid", spec["models"], asked.prompt, config)
         if key not in self._sweeps:
@@ -129,7 +129,7 @@ class Checker:
 
     def _schemes(self, spec: dict) -> str:
         asked: Settings = spec["asked"]
-        config = asked.config()
+        config = asked.clamped()[0].config()  # what the app runs: out-of-range numbers clamped, as the sliders do
         key = ("schemes", spec["models"], asked.prompt, config)
         if key not in self._sweeps:
             rows = sweep_schemes(self.bundle(spec["models"]), [asked.prompt], config)
