@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import threading
 import time
@@ -136,8 +137,18 @@ def check_all(answers: list[Answer], checker: Checker | None = None) -> None:
             print(f"  checked {n}/{len(answers)}", flush=True)
 
 
+REFUSED_INPUT = re.compile(r'Traceback \(most recent call last\):\n(?:  .*\n)+'
+                           r'gradio\.exceptions\.Error: "Value: .{0,200}is not in the list of choices')
+"""Gradio's own refusal of a choice a component does not offer (a hostile value for a radio): it logs a traceback,
+but the visitor gets one line and nothing in the app ran, so it is not counted."""
+
+
 def tracebacks(log: Path) -> int:
-    return log.read_text(errors="replace").count("Traceback") if log.exists() else 0
+    """Tracebacks in the app's log, less Gradio's refusals of values outside a component's choices."""
+    if not log.exists():
+        return 0
+    text = log.read_text(errors="replace")
+    return text.count("Traceback") - len(REFUSED_INPUT.findall(text))
 
 
 def write_outputs(report: SoakReport, folder: Path) -> None:

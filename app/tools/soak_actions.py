@@ -109,7 +109,7 @@ def reroute(v: Visitor, far: bool = False) -> Answer:
     moved = pools.moved(v.shown, v.rng, far)
     answer = v.answer(("far jump" if far else "re-route") + (" (pair)" if v.models else ""))
     result = v.submit("/reroute", pools.values(moved), answer)
-    answer.check = _tokens_check(_trace_of(result), moved, v.models, replay=True)
+    answer.check = {**_tokens_check(_trace_of(result), moved, v.models, replay=True), "snaps": True}
     v.shown = moved
     return answer
 

@@ -31,6 +31,7 @@ from app.views.round_replay import visible_trace
 from app.views.tradeoff_chart import tradeoff_chart
 from core import EMBEDDED_ID, DecodeConfig, ModelBundle, generate, load_bundle
 from core.analysis.tradeoffs import scheme_points, sweep_schemes, threshold_grid
+from core.round_policy import in_order
 from core.trace import Trace
 from examples import load_walkthroughs
 
@@ -87,7 +88,10 @@ class Checker:
         config = asked.clamped()[0].config()  # what the app runs: out-of-range numbers clamped, as the sliders do
         if trace["prompt"] != asked.prompt:
             return f"someone else's answer: prompt {trace['prompt'][:50]!r}"
-        if DecodeConfig.from_dict(trace["config"]) != config:
+        ran = DecodeConfig.from_dict(trace["config"])
+        if spec.get("snaps") and ran != config and _snapped(ran, config):
+            config = ran  # a re-route inside the run's grid answers for the grid's nearest point, and says so
+        if ran != config:
             return f"the answer ran other settings than asked ({_differing(trace['config'], config)})"
         verifier = models[0] if models else EMBEDDED_ID
         if trace["models"]["verifier"] != verifier:
@@ -160,6 +164,18 @@ def _points(figure: dict) -> list[tuple]:
         return tuple(round(float(v), 6) if isinstance(v, (int, float)) else v for v in (values or ()))
 
     return [(t.get("name"), rounded(t.get("x")), rounded(t.get("y"))) for t in figure.get("data", [])]
+
+
+SNAP = 0.3
+"""How far a grid's nearest point may lie from a slider value (its τ_slim axis is off, the calibrated value and
+one lower, so a value can be this far from the nearest one)."""
+
+
+def _snapped(ran: DecodeConfig, asked: DecodeConfig) -> bool:
+    """Whether `ran` is `asked` with only the live sliders moved to a nearby grid point (in order)."""
+    live = {"tau_accept": ran.tau_accept, "tau_slim": ran.tau_slim, "gamma": ran.gamma}
+    near = all(abs(getattr(ran, k) - getattr(asked, k)) <= SNAP for k in ("tau_accept", "tau_slim"))
+    return ran == asked.with_(**live) and near and in_order(ran.tau_accept, ran.tau_slim)
 
 
 def _differing(got: dict, config: DecodeConfig) -> str:
