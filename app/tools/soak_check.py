@@ -85,7 +85,7 @@ class Checker:
     def _tokens(self, spec: dict) -> str:
         asked: Settings = spec["asked"]
         trace, models = spec["trace"], spec["models"]
-        config = asked.clamped()[0].config()  # what the app runs: out-of-range numbers clamped, as the sliders do
+        config = _run_config(asked)
         if trace["prompt"] != asked.prompt:
             return f"someone else's answer: prompt {trace['prompt'][:50]!r}"
         ran = DecodeConfig.from_dict(trace["config"])
@@ -121,7 +121,7 @@ class Checker:
 
     def _grid(self, spec: dict) -> str:
         asked: Settings = spec["asked"]
-        config = asked.clamped()[0].config()  # what the app runs: out-of-range numbers clamped, as the sliders do
+        config = _run_config(asked)
         values = sorted({*parse_values(GRID_VALUES), config.tau_accept, config.tau_slim})  # as the Compare tab
         key = ("grid", spec["models"], asked.prompt, config)
         if key not in self._sweeps:
@@ -133,7 +133,7 @@ class Checker:
 
     def _schemes(self, spec: dict) -> str:
         asked: Settings = spec["asked"]
-        config = asked.clamped()[0].config()  # what the app runs: out-of-range numbers clamped, as the sliders do
+        config = _run_config(asked)
         key = ("schemes", spec["models"], asked.prompt, config)
         if key not in self._sweeps:
             rows = sweep_schemes(self.bundle(spec["models"]), [asked.prompt], config)
@@ -169,6 +169,11 @@ def _points(figure: dict) -> list[tuple]:
 SNAP = 0.3
 """How far a grid's nearest point may lie from a slider value (its τ_slim axis is off, the calibrated value and
 one lower, so a value can be this far from the nearest one)."""
+
+
+def _run_config(asked: Settings) -> DecodeConfig:
+    """The settings the app runs for a request: out-of-range numbers clamped, as the sliders do."""
+    return asked.clamped()[0].config()
 
 
 def _snapped(ran: DecodeConfig, asked: DecodeConfig) -> bool:
