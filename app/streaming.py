@@ -75,6 +75,10 @@ def torch_threads(count: int) -> Iterator[None]:
         torch.set_num_threads(RUN_THREADS)
 
 
+PAGE_DRAWN = ("tokens", "headline", "legend", "why")
+"""What the page draws itself for a point of its grid (app/static/viasd.js), byte for byte as the server would."""
+
+
 def grid_point(settings: Settings, previous: Trace | None, session: str, phase: str,
                started: float, reliability: object = None) -> tuple[Settings, Update | None]:
     """A re-route inside the run's grid: the sliders snapped to the grid's nearest point (the page shows that
@@ -92,6 +96,8 @@ def grid_point(settings: Settings, previous: Trace | None, session: str, phase: 
         found = grid.trace(point)
         if found is not None:
             update = computed_update(grid, found, settings, phase, reliability=reliability)
+            if FEED.holds(session, grid, point.key):  # the page drew it at the notch; an answer landing after a
+                update = {k: v for k, v in update.items() if k not in PAGE_DRAWN}  # later notch must not redraw
             shown = (phase or "Done").format(seconds=time.perf_counter() - started)
             return settings, {**update, "status": status_line(found, shown, grid.recorded)}
     load = (grid.recorded or {}).get("load") or {}

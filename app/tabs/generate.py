@@ -213,7 +213,9 @@ class GenerateTab:
     def ready(self, request: gr.Request = None) -> dict:
         """Status on page load: the recorded opening says what it is; any sweep left out says why, in one line."""
         problems = recorded.problem_line()
-        if recorded.load(recorded.PRESETS["opening"]) is not None:
+        opening = recorded.load(recorded.PRESETS["opening"])
+        if opening is not None:
+            FEED.built_with(session_id(request), opening)  # so its re-routes leave what the page draws
             return {self.out["status"]: gr.skip()} if not problems else {self.out["status"]: problems}
         if SESSIONS.is_loaded():
             line = f"Ready · {SESSIONS.summary(session_id(request))}. " + READY[7:]

@@ -140,10 +140,16 @@ def click_track(page, target: float, thumb_px: float = 16.0) -> float:
 def measure_screen(page, label: str, notches: int, results: Results) -> None:
     """N one-notch moves of τ_accept and one far jump (0.90 -> 0.50), on the screen the page shows now."""
     page.evaluate(OBSERVE)
+    unchanged = 0
     for i in range(notches):
         done = notch(page, "ArrowLeft" if i % 2 == 0 else "ArrowRight")
         if done == done:  # not NaN
             results.moves.append(Move(f"{label}: one notch τ_accept", done, _value(page)))
+        else:
+            unchanged += 1
+    if unchanged:
+        results.notes.append(f"{label}: {unchanged} of {notches} notches changed nothing on screen (those points "
+                             "decide every token alike): final at once, not timed")
     click_track(page, 0.9)
     before = page.evaluate(HEADLINE)
     done = click_track(page, 0.5)

@@ -203,6 +203,14 @@ class PageFeed:
     def full(self, session: str, grid: RunGrid | None) -> str:
         """The whole grid for this session's page (it replaces whatever the page held)."""
         text, cursor = page_json(grid)
+        self._remember(session, cursor)
+        return text
+
+    def built_with(self, session: str, grid: RunGrid) -> None:
+        """This session's page was built holding the whole of `grid` (the opening screen): remember that."""
+        self._remember(session, page_of(grid).payload()[1])
+
+    def _remember(self, session: str, cursor: Cursor | None) -> None:
         with self._lock:
             if cursor is None:
                 self._cursors.pop(session, None)
@@ -210,7 +218,12 @@ class PageFeed:
                 self._cursors[session] = cursor
                 while len(self._cursors) > self.MAX_SESSIONS:
                     self._cursors.pop(next(iter(self._cursors)))
-        return text
+
+    def holds(self, session: str, grid: RunGrid, point_key: str) -> bool:
+        """Whether this session's page was sent `point_key` of `grid`, so it draws that point itself."""
+        with self._lock:
+            cursor = self._cursors.get(session)
+        return cursor is not None and cursor.grid == grid.id and point_key in page_of(grid).order[:cursor.points]
 
     def more(self, session: str, grids: object) -> tuple[str | None, bool]:
         """(the points this session's page lacks as a delta, or None; whether more are still coming)."""

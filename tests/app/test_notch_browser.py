@@ -11,11 +11,12 @@ the grid shows ghost numbers and, released, asks for a live run instead of loadi
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from app_fixtures import app_url_fixture, browser_fixture  # noqa: F401  (fixtures)
 
-from app import recorded
+from app import recorded, streaming
 from app.views import cards, render
 from app.views.insight import why_html
 from core.analysis.metrics import summarize
@@ -104,6 +105,43 @@ def test_a_far_move_trades_speed_for_fidelity_with_no_server_call(page, opening)
     page.wait_for_function("() => /^Re-routed/.test(document.querySelector('#viasd-status').innerText)",
                            timeout=30_000)
     assert "recorded" in page.inner_text("#viasd-status")
+
+
+WATCH_SPEED = """() => {
+  const seen = window.__speeds = [];
+  const box = document.querySelector('#viasd-headline-box');
+  const speed = () => box.querySelector('.value')?.innerText;
+  let last = speed();
+  new MutationObserver(() => { const now = speed(); if (now !== last) { last = now; seen.push(now); } })
+    .observe(box, {subtree: true, childList: true, characterData: true});
+}"""
+
+
+def test_quick_notches_are_each_drawn_once_and_no_late_answer_draws_over_them(page, monkeypatch) -> None:
+    """A slow server (its answer to a release lands after the next notch) must not draw an older point over
+    the page's newer one: the page draws each notch once, and the answers carry only the cards and charts."""
+    computed = streaming.computed_update
+
+    def slow(*args, **kwargs):
+        time.sleep(0.4)
+        return computed(*args, **kwargs)
+
+    monkeypatch.setattr(streaming, "computed_update", slow)
+    _type(page, "viasd-tau-accept", 0.9)
+    page.wait_for_function("() => /^Re-routed/.test(document.querySelector('#viasd-status').innerText)",
+                           timeout=30_000)
+    page.wait_for_timeout(1000)
+    at_90 = _headline(page)[0]
+    page.evaluate(WATCH_SPEED)
+    page.focus("#viasd-tau-accept input[type=range]")
+    for i in range(8):  # faster than a server answer: each release's answer lands after the next notch
+        page.keyboard.press("ArrowLeft" if i % 2 == 0 else "ArrowRight")
+        page.wait_for_timeout(60)
+    page.wait_for_timeout(3000)  # every answer in
+    seen = page.evaluate("() => window.__speeds")
+    at_85 = seen[0]
+    assert at_85 != at_90 and seen == [at_85, at_90] * 4, seen
+    assert _headline(page)[0] == at_90 and _slider(page, "viasd-tau-accept") == pytest.approx(0.9)
 
 
 def test_tau_slim_follows_tau_accept_down_and_back_up(page) -> None:

@@ -54,6 +54,26 @@ def test_a_recorded_point_is_served_with_no_model(opening, monkeypatch) -> None:
     assert {"metrics", "timeline_plot", "breakeven_plot", "files", "why"} <= set(merged)
 
 
+def test_a_point_the_page_holds_is_not_drawn_again_by_the_server(opening) -> None:
+    """The page draws a point of its grid at the notch; the release's answer may land after a later notch, so it
+    carries only what the page does not draw (cards, charts, files). A page without the grid gets everything."""
+    base = next(iter(opening.traces.values()))
+    target = Point(0.5, 1.0, opening.config.gamma)
+    settings = Settings.of(target.apply(opening.config), opening.prompt)
+
+    def answer(session: str) -> dict:
+        return streaming.drain(streaming.run(settings, session, replay=True, phase="Re-routed", previous=base))
+
+    FEED.built_with("page-holding-it", opening)
+    held, bare = answer("page-holding-it"), answer("page-without-grid")
+    assert not set(streaming.PAGE_DRAWN) & set(held), sorted(held)
+    assert set(streaming.PAGE_DRAWN) <= set(bare)
+    assert held["trace"] is bare["trace"] is opening.traces[target.key]
+    assert {"metrics", "status", "files"} <= set(held)
+    FEED.full("page-holding-it", None)  # a new run cleared the page's grid: the server draws again
+    assert set(streaming.PAGE_DRAWN) <= set(answer("page-holding-it"))
+
+
 def test_outside_a_recorded_grid_the_app_asks_for_a_live_run(opening, monkeypatch) -> None:
     monkeypatch.setattr(SESSIONS, "bundle", lambda *a, **k: pytest.fail("no model may load for a slider"))
     base = next(iter(opening.traces.values()))
