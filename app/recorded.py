@@ -11,9 +11,11 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
+from typing import Any
 
 from app.grids import GRIDS, RunGrid
-from core.sweeps.record import SUFFIX, Sweep, SweepFileError, from_file, models_problem
+from core import EMBEDDED_ID
+from core.sweeps.record import SUFFIX, Sweep, SweepFileError, from_file, models_problem, recorded_load_options
 from examples import HERE as EXAMPLES
 
 log = logging.getLogger("viasd.app")
@@ -28,6 +30,14 @@ _lock = threading.Lock()
 _loaded: dict[str, RunGrid | None] = {}
 PROBLEMS: dict[str, str] = {}
 """File name -> the one line saying why it was left out."""
+
+
+def models_named(meta: dict[str, Any] | None) -> tuple[str, str, str]:
+    """(verifier, drafter, the drafter's setting) a sweep ran on, as the Models panel names them: what "Run it
+    live" loads, so a live run differs from the recorded one only in its wall clock."""
+    load = (meta or {}).get("load") or {}
+    quant = recorded_load_options(meta or {}).get("drafter_quant")
+    return load.get("verifier") or EMBEDDED_ID, load.get("drafter") or "", str(quant or "")
 
 
 def run_grid(sweep: Sweep) -> RunGrid:

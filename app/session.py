@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from core import EMBEDDED_ID, ModelBundle, ViaSdError, load_bundle
 from core.limits import MAX_EXTRA_BUNDLES, MAX_SESSIONS
+from core.models.loading import drafter_setting
 
 IDLE_FORGET_S = 6 * 3600.0
 """A browser session untouched this long is forgotten (its stop flag and model choice); so is the least recently
@@ -41,7 +42,7 @@ class _Loading:
 @dataclass
 class _Visitor:
     choice: tuple[str, str] | None = None  # (verifier, drafter) when not the embedded default
-    quant: str | None = None  # the drafter setting of that choice (None: load_bundle's default for the pair)
+    quant: str | None = None  # the drafter setting of that choice, by name (None: no separate drafter)
     stop: threading.Event = field(default_factory=threading.Event)
     running: int = 0  # model jobs of this session in progress (Stop says so when there are none)
     seen: float = field(default_factory=time.monotonic)
@@ -132,11 +133,11 @@ class Sessions:
                drafter_quant: str | None = None) -> ModelBundle:
         """Load (or reuse) a verifier / drafter pair for this session; a failed load changes nothing.
 
-        Every visitor who picks a pair (and drafter setting, `drafter_quant`: None is the pair's recommended one)
+        Every visitor who picks a pair (and drafter setting, `drafter_quant`: empty is the pair's recommended one)
         shares one copy of it: concurrent first picks wait for one load (a lock per pair), and
         `progress(stage, done, total)` hears that load's steps."""
         verifier, drafter = (verifier or "").strip() or EMBEDDED_ID, (drafter or "").strip()
-        quant = (drafter_quant or "").strip() or None if drafter else None
+        quant = drafter_setting(verifier, drafter, drafter_quant)
         if verifier == EMBEDDED_ID and not drafter:
             with self._lock:
                 self._visitor(session).choice = None
@@ -151,7 +152,7 @@ class Sessions:
                     bundle = self._extra.get(key)
                 if bundle is None:
                     extra = {"progress": progress} if progress is not None else {}
-                    if quant is not None:
+                    if quant:
                         extra["drafter_quant"] = quant
                     bundle = self._loader(verifier, drafter or None, **extra)
         finally:
@@ -196,7 +197,7 @@ class Sessions:
             return self._visitor(session).choice
 
     def drafter_quant(self, session: str) -> str | None:
-        """The drafter setting this session asked for with its pair (None: the pair's recommended one)."""
+        """The drafter setting of this session's pair, by name (None without a separate drafter)."""
         with self._lock:
             return self._visitor(session).quant
 

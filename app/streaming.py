@@ -21,6 +21,7 @@ from app import live_load
 from app.fidelity_cache import FIDELITY
 from app.grids import GRIDS, models_of
 from app.prefetch import PREFETCHER
+from app.recorded import models_named
 from app.run_views import charts_update, computed_update, export_files, prediction, status_line, text_update
 from app.session import SESSIONS
 from app.settings import Settings
@@ -100,8 +101,7 @@ def grid_point(settings: Settings, previous: Trace | None, session: str, phase: 
                 update = {k: v for k, v in update.items() if k not in PAGE_DRAWN}  # later notch must not redraw
             shown = (phase or "Done").format(seconds=time.perf_counter() - started)
             return settings, {**update, "status": status_line(found, shown, grid.recorded)}
-    load = (grid.recorded or {}).get("load") or {}
-    recorded_models = live_load.wanted(load.get("verifier"), load.get("drafter"))
+    recorded_models = live_load.wanted(*models_named(grid.recorded))
     if grid.recorded is not None and not live_load.loaded_for(session, recorded_models):
         axes = grid.grid
         return settings, {"status": (

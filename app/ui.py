@@ -52,7 +52,7 @@ def build_demo() -> gr.Blocks:
                 lesson = TradeoffLesson()
             with gr.Tab("4 · About the numbers", id="about"):
                 AboutTab()
-        generate.wire(compare.tradeoff_plot, compare.grid_state, (models.verifier, models.drafter))
+        generate.wire(compare.tradeoff_plot, compare.grid_state, (models.verifier, models.drafter, models.quant))
         models.wire(generate.widgets)
         compare.wire(generate.widgets)
         classroom.wire(generate.out["trace"])

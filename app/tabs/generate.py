@@ -52,7 +52,7 @@ def _example_choices(family: str) -> list[tuple[str, str]]:
     return [(p.label, p.text) for p in load_prompts(None if family == "all" else family)]
 
 
-def _models(values: dict[str, Any]) -> tuple[str, str] | None:
+def _models(values: dict[str, Any]) -> live_load.Models | None:
     """The models this run needs, as `prepare` read them from the Models boxes (None for an API call: the
     session's own choice, the embedded model unless it loaded others)."""
     wanted = values.pop("models_wanted", None)
@@ -99,9 +99,8 @@ def recorded_screen(name: str, session: str = "") -> dict[str, Any] | None:
     update = computed_update(grid, trace, settings, "Recorded run", rerouted=False)
     update["status"] = status_line(trace, "Recorded run", grid.recorded) + " · no model loaded: drag a slider"
     update["grid_data"] = FEED.full(session, grid) if session else page_json(grid)[0]
-    load = grid.recorded.get("load") or {}
-    return {"outputs": update, "settings": settings, "models": (load.get("verifier") or EMBEDDED_ID,
-                                                                load.get("drafter") or "")}
+    verifier, drafter, quant = recorded.models_named(grid.recorded)
+    return {"outputs": update, "settings": settings, "models": (verifier, drafter, quant or None)}
 
 
 class GenerateTab:
@@ -109,7 +108,7 @@ class GenerateTab:
 
     def __init__(self) -> None:
         opening = recorded_screen("opening")
-        self.opening_models = opening["models"] if opening else (EMBEDDED_ID, "")
+        self.opening_models = opening["models"] if opening else (EMBEDDED_ID, "", None)
         shown = opening["outputs"] if opening else {}
         start = opening["settings"] if opening else Settings()
         with gr.Row(equal_height=False, elem_id="viasd-cockpit"):
@@ -214,8 +213,8 @@ class GenerateTab:
         """Status on page load: the recorded opening says what it is; any sweep left out says why, in one line."""
         problems = recorded.problem_line()
         opening = recorded.load(recorded.PRESETS["opening"])
+        FEED.page_opened(session_id(request), opening)  # so its re-routes leave what the page draws itself
         if opening is not None:
-            FEED.built_with(session_id(request), opening)  # so its re-routes leave what the page draws
             return {self.out["status"]: gr.skip()} if not problems else {self.out["status"]: problems}
         if SESSIONS.is_loaded():
             line = f"Ready · {SESSIONS.summary(session_id(request))}. " + READY[7:]
@@ -236,10 +235,11 @@ class GenerateTab:
             return {**self._keyed(screen["outputs"]), **widgets, **boxes, self.example: example}
         return show
 
-    def prepare(self, verifier: str, drafter: str, prompt: str, request: gr.Request = None) -> dict:
+    def prepare(self, verifier: str, drafter: str, quant: str | None, prompt: str, request: gr.Request = None
+                ) -> dict:
         """Before a run: where this machine cannot hold the models the screen names, switch to SmolLM2 (three
         tiers with the self-drafter, same prompt) and say so; otherwise change nothing."""
-        models = live_load.wanted(verifier, drafter)
+        models = live_load.wanted(verifier, drafter, quant)
         why = None if live_load.loaded_for(session_id(request), models) else live_load.holdable(models)
         if why is None:
             return {self.out["status"]: gr.skip(), self.models_wanted: models}
@@ -247,9 +247,11 @@ class GenerateTab:
         return {self.out["status"]: f"⚠ This machine cannot hold {models[0].removeprefix('embedded:')} ({why}): "
                                     "running SmolLM2-135M live instead, three tiers with the self-drafter.",
                 **{self.widgets[k]: v for k, v in asdict(fallback).items()},
-                **dict(zip(self._model_boxes, (EMBEDDED_ID, ""), strict=True)), self.models_wanted: (EMBEDDED_ID, "")}
+                **dict(zip(self._model_boxes, (EMBEDDED_ID, "", None), strict=True)),
+                self.models_wanted: live_load.wanted(EMBEDDED_ID, "")}
 
-    def wire(self, tradeoff_plot: gr.Plot, grid_state: gr.State, model_boxes: tuple[gr.Textbox, gr.Textbox]) -> list:
+    def wire(self, tradeoff_plot: gr.Plot, grid_state: gr.State,
+             model_boxes: tuple[gr.Textbox, gr.Textbox, gr.Dropdown]) -> list:
         """Attach the events; returns the model events Stop may cancel (none: Stop ends them by flag)."""
         self._model_boxes = model_boxes
         out = list(self.out.values())

@@ -57,8 +57,9 @@ def reporter(bar: gr.Progress) -> Progress:
 class ModelsPanel:
     """Verifier and drafter boxes, a Load button and one status line."""
 
-    def __init__(self, verifier: str = EMBEDDED_ID, drafter: str = "") -> None:
-        """`verifier` and `drafter` fill the boxes: the models the opening screen names (loaded on its first run)."""
+    def __init__(self, verifier: str = EMBEDDED_ID, drafter: str = "", quant: str | None = None) -> None:
+        """`verifier`, `drafter` and `quant` fill the boxes: the models the opening screen names (loaded on its
+        first run)."""
         with gr.Accordion("Models", open=False, elem_id="viasd-models"):
             gr.Markdown("The embedded SmolLM2-135M-Instruct works offline. Any Llama, Qwen2/3, Mistral, Gemma or "
                         "Phi-3 causal LM by Hub id or local folder works where it can be fetched; a drafter must "
@@ -69,7 +70,7 @@ class ModelsPanel:
                                           placeholder="e.g. a smaller model of the same family",
                                           elem_id="viasd-drafter-model")
                 self.quant = gr.Dropdown([(f"{name}: {words}", name) for name, words in DRAFTER_QUANTS.items()],
-                                         value=None, label="Drafter weights (empty: the pair's recommended)",
+                                         value=quant, label="Drafter weights (empty: the pair's recommended)",
                                          info="a cheaper drafter: its drafts are still verified or audited",
                                          elem_id="viasd-drafter-quant")
             with gr.Row():

@@ -167,7 +167,19 @@ def source_line(grid: RunGrid) -> str:
     machine = meta.get("machine") or {}
     return (f"Recorded {meta.get('recorded', '')} · {names}{' drafting' if models.get('drafter') else ''} · "
             f"{meta.get('dtype')} on {machine.get('processor', '?')} ({machine.get('cores', '?')} cores) · a live "
-            "run changes the wall clock, nothing else")
+            f"run changes the wall clock, nothing else{kind_of(grid)}")
+
+
+def kind_of(grid: RunGrid) -> str:
+    """Which VIA-SD the sweep shows, read from its run's stamped policy: the paper's (tier 1 unaudited, so the
+    thresholds trade fidelity for speed) or an exact one (what tier 1 keeps is audited by the full model)."""
+    policy = next(iter(grid.traces.values())).policy if grid.traces else None
+    if policy is None or policy.method != "via" or not policy.tier1_on:
+        return ""
+    if policy.audits:
+        return " · exact: what tier 1 keeps is audited by the full model's next pass"
+    return (" · the paper's VIA-SD: tier 1 keeps drafts unchecked, trading fidelity for speed (the exact "
+            "recommended setting audits them: copy evidence \"audit\")")
 
 
 _PAGES: dict[str, PageGrid] = {}
@@ -199,6 +211,7 @@ class PageFeed:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._cursors: dict[str, Cursor] = {}
+        self._pages: dict[str, None] = {}  # sessions that are browser pages (an API client's session draws nothing)
 
     def full(self, session: str, grid: RunGrid | None) -> str:
         """The whole grid for this session's page (it replaces whatever the page held)."""
@@ -206,9 +219,14 @@ class PageFeed:
         self._remember(session, cursor)
         return text
 
-    def built_with(self, session: str, grid: RunGrid) -> None:
-        """This session's page was built holding the whole of `grid` (the opening screen): remember that."""
-        self._remember(session, page_of(grid).payload()[1])
+    def page_opened(self, session: str, grid: RunGrid | None) -> None:
+        """A browser page of this session loaded, built holding the whole of `grid` (the opening screen, or
+        None): from now on it draws the points it is sent itself."""
+        with self._lock:
+            self._pages[session] = None
+            while len(self._pages) > self.MAX_SESSIONS:
+                self._pages.pop(next(iter(self._pages)))
+        self._remember(session, page_of(grid).payload()[1] if grid is not None else None)
 
     def _remember(self, session: str, cursor: Cursor | None) -> None:
         with self._lock:
@@ -220,9 +238,10 @@ class PageFeed:
                     self._cursors.pop(next(iter(self._cursors)))
 
     def holds(self, session: str, grid: RunGrid, point_key: str) -> bool:
-        """Whether this session's page was sent `point_key` of `grid`, so it draws that point itself."""
+        """Whether this session is a browser page that was sent `point_key` of `grid`, so it draws that point
+        itself (an API client gets the grid's data too, but draws nothing)."""
         with self._lock:
-            cursor = self._cursors.get(session)
+            cursor = self._cursors.get(session) if session in self._pages else None
         return cursor is not None and cursor.grid == grid.id and point_key in page_of(grid).order[:cursor.points]
 
     def more(self, session: str, grids: object) -> tuple[str | None, bool]:

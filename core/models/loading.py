@@ -176,6 +176,14 @@ def default_drafter_quant(verifier: str, drafter: str | None) -> str:
     return preset.drafter_quant if preset is not None else "none"
 
 
+def drafter_setting(verifier: str, drafter: str | None, asked: str | None) -> str | None:
+    """The drafter setting a choice of models means, by name: the one asked for, else the pair's recommended
+    one (so "" and "int4" are one load, not two copies); None without a separate drafter."""
+    if not (drafter or "").strip():
+        return None
+    return (asked or "").strip() or default_drafter_quant(verifier, drafter)
+
+
 def describe_quant(spec: str) -> str:
     """'int4 weights', 'int4 weights, restricted head': a drafter setting in words."""
     quant = DrafterQuant.parse(spec)

@@ -66,6 +66,19 @@ class Sweep:
     def trace(self, point: Point) -> Trace | None:
         return self.traces.get(point.key)
 
+    @property
+    def load_options(self) -> dict[str, Any]:
+        return recorded_load_options(self.meta)
+
+
+def recorded_load_options(meta: dict[str, Any]) -> dict[str, Any]:
+    """The load_bundle options a sweep was recorded with, the drafter's setting always named: a file written
+    before drafter settings existed ran the drafter's own weights ("none"), whatever a pair's default is now."""
+    options = dict(meta.get("load_options") or {})
+    if (meta.get("load") or {}).get("drafter"):
+        options.setdefault("drafter_quant", "none")
+    return options
+
 
 def model_identity(loaded: LoadedModel | None) -> dict[str, Any] | None:
     """Name, the sha256 of its source weights (the catalog's GGUF hash for an offline model), dtype and size."""

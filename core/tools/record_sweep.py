@@ -22,7 +22,7 @@ from pathlib import Path
 
 from core.config import DecodeConfig, preset
 from core.models.catalog import EMBEDDED_ID, QWEN_CODER_05B_ID, QWEN_CODER_15B_ID
-from core.models.loading import load_bundle
+from core.models.loading import default_drafter_quant, load_bundle
 from core.sweeps.grid import Grid, Point, default_grid
 from core.sweeps.record import SUFFIX, record, to_file
 from examples import HERE as EXAMPLES
@@ -88,6 +88,9 @@ def record_one(spec: Shipped, out: Path, grid: Grid, extra: dict, command: str, 
     prompt, expectations = example_prompt(spec.example)
     models = spec.models or SMOLLM2
     started = time.perf_counter()
+    if models.get("drafter"):  # recorded by name, so a later change of the pair's default cannot move the points
+        extra = {**extra, "drafter_quant": extra.get("drafter_quant") or default_drafter_quant(models["verifier"],
+                                                                                               models["drafter"])}
     bundle = load_bundle(models["verifier"], models.get("drafter"), dtype=models.get("dtype"), **extra)
     bundle.memo.max_bytes = max(bundle.memo.max_bytes, memo_bytes)  # no point evicts a row another point needs
     print(f"{spec.name}: loaded {bundle.verifier.name} ({bundle.verifier.dtype}) in "

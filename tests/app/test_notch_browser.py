@@ -70,6 +70,8 @@ def test_the_app_opens_on_the_recorded_pair_sweep(page, opening) -> None:
     assert page.locator("#viasd-tradeoff svg path.speed").count() == 1
     page.click("#viasd-models > button, #viasd-models .label-wrap")  # the Models panel names the recorded pair
     assert page.input_value("#viasd-verifier textarea, #viasd-verifier input") == meta["load"]["verifier"]
+    # and the drafter setting it was recorded with (the 0.5B's own weights), which "Run it live" loads
+    assert page.input_value("#viasd-drafter-quant input").startswith("none")
 
 
 def test_the_page_draws_a_point_exactly_as_the_server_does(page, opening) -> None:

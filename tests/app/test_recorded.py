@@ -64,10 +64,11 @@ def test_a_point_the_page_holds_is_not_drawn_again_by_the_server(opening) -> Non
     def answer(session: str) -> dict:
         return streaming.drain(streaming.run(settings, session, replay=True, phase="Re-routed", previous=base))
 
-    FEED.built_with("page-holding-it", opening)
-    held, bare = answer("page-holding-it"), answer("page-without-grid")
+    FEED.page_opened("page-holding-it", opening)
+    FEED.full("api-client", opening)  # an API client is sent the grid's data too, but it draws nothing
+    held, bare, api = answer("page-holding-it"), answer("page-without-grid"), answer("api-client")
     assert not set(streaming.PAGE_DRAWN) & set(held), sorted(held)
-    assert set(streaming.PAGE_DRAWN) <= set(bare)
+    assert set(streaming.PAGE_DRAWN) <= set(bare) and set(streaming.PAGE_DRAWN) <= set(api)
     assert held["trace"] is bare["trace"] is opening.traces[target.key]
     assert {"metrics", "status", "files"} <= set(held)
     FEED.full("page-holding-it", None)  # a new run cleared the page's grid: the server draws again
@@ -120,3 +121,46 @@ def test_a_bad_sweep_file_gives_one_line_and_nothing_else_changes(tmp_path, monk
     assert "recorded for other verifier weights" in recorded.PROBLEMS["foreign"]
     line = recorded.problem_line()
     assert line.count("\n") == 0 and "run live instead" in line
+
+
+def test_run_it_live_loads_the_drafter_setting_a_sweep_was_recorded_with(opening, monkeypatch) -> None:
+    """A live run of a recorded screen must differ from the recording in its wall clock only: the opening was
+    recorded with the 0.5B's own weights (before drafter settings existed), while the pair now defaults to int4."""
+    from types import SimpleNamespace
+
+    from app import live_load
+    from app.session import Sessions
+    from core.models.catalog import QWEN_CODER_05B_ID, QWEN_CODER_15B_ID
+
+    assert recorded.models_named(opening.recorded) == (QWEN_CODER_15B_ID, QWEN_CODER_05B_ID, "none")
+    later = {**opening.recorded, "load_options": {"drafter_quant": "int8"}}
+    assert recorded.models_named(later)[2] == "int8"
+    smol = recorded.load(recorded.PRESETS["three-tier"])
+    assert recorded.models_named(smol.recorded)[1:] == ("", "")
+    assert live_load.wanted(QWEN_CODER_15B_ID, QWEN_CODER_05B_ID) == (QWEN_CODER_15B_ID, QWEN_CODER_05B_ID, "int4")
+
+    loads = []
+
+    def loader(verifier: str, drafter: str | None = None, drafter_quant: str | None = None, **_: object) -> object:
+        loads.append(drafter_quant)
+        return SimpleNamespace(verifier=SimpleNamespace(name=verifier), drafter=None)
+
+    sessions = Sessions(loader)
+    monkeypatch.setattr(live_load, "SESSIONS", sessions)
+    sessions.choose("v", QWEN_CODER_15B_ID, QWEN_CODER_05B_ID)  # the pair's recommended: int4, by name
+    sessions.choose("w", QWEN_CODER_15B_ID, QWEN_CODER_05B_ID, drafter_quant="int4")
+    assert loads == ["int4"], "the recommended setting and int4 by name are one copy of the pair"
+    wanted = live_load.wanted(*recorded.models_named(opening.recorded))
+    assert not live_load.loaded_for("v", wanted), "int4 is loaded, the recording ran the drafter's own weights"
+    list(live_load.ensure("v", wanted))
+    assert loads == ["int4", "none"] and live_load.loaded_for("v", wanted)
+
+
+def test_the_screen_says_which_via_sd_a_sweep_shows_from_its_stamped_policy(opening) -> None:
+    from app.views.page_grid import source_line
+
+    assert "the paper's VIA-SD: tier 1 keeps drafts unchecked" in source_line(opening)
+    assert not next(iter(opening.traces.values())).policy.audits
+    lookup = recorded.load(recorded.PRESETS["lookup"])
+    assert next(iter(lookup.traces.values())).policy.audits
+    assert "exact: what tier 1 keeps is audited" in source_line(lookup)

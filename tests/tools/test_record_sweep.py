@@ -146,7 +146,7 @@ def test_a_shipped_smollm2_point_equals_a_fresh_re_route(path: Path) -> None:
 def test_a_shipped_pair_point_equals_a_fresh_re_route(path: Path) -> None:
     sweep = from_file(path)
     load = sweep.meta["load"]
-    bundle = load_bundle(load["verifier"], load["drafter"], dtype=load["dtype"], **sweep.meta["load_options"])
+    bundle = load_bundle(load["verifier"], load["drafter"], dtype=load["dtype"], **sweep.load_options)
     generate(bundle, sweep.prompt, sweep.config, replay=False)
     for key in sweep.order[1:4]:  # bf16: the recorded order, so every memo row comes from the same pass
         a, s, g = key.split("|")
