@@ -100,6 +100,7 @@ def lead_configs(via: DecodeConfig, gamma: int) -> dict[str, DecodeConfig]:
     * "VIA-SD searched slim" / "VIA-SD cheaper slim": tier 2 on with the shipped searched mask (25 % of the layers'
       work skipped) or the 35 % budget's best mask, each with its fitted tau_slim;
     * "VIA-SD long": gamma 12, the model's draft cut at its first token under 0.5 (BiLD's fallback);
+    * "VIA-SD tau 0.8" / "0.7" / "0.5": a lower tau_accept (with the audit still exact in greedy);
     * "VIA-SD hybrid" (and "long"): the drafter copies from the prompt when it matches, else asks the 0.5B model,
       audited."""
     leads = {"VIA-SD audited": via.with_(copy_evidence="audit"), "VIA-SD no slim": via.with_(tau_slim=1.0),
@@ -107,6 +108,8 @@ def lead_configs(via: DecodeConfig, gamma: int) -> dict[str, DecodeConfig]:
              "VIA-SD searched slim": via.with_(slim_route=SEARCHED_SLIM, tau_slim=SEARCHED_TAU),
              "VIA-SD cheaper slim": via.with_(slim_route=CHEAPER_SLIM, tau_slim=CHEAPER_TAU)}
     leads["VIA-SD long"] = via.with_(gamma=12, draft_stop_below=0.5)  # run ahead while sure, hand over when not
+    for tau in (0.8, 0.7, 0.5):  # more rounds skip their verifier pass; the audit still checks every kept token
+        leads[f"VIA-SD tau {tau}"] = via.with_(tau_accept=tau)
     if "hybrid" in DRAFTERS:
         leads["VIA-SD hybrid"] = via.with_(drafter="hybrid", copy_evidence="audit")
         leads["VIA-SD hybrid long"] = via.with_(drafter="hybrid", copy_evidence="audit", gamma=12, draft_stop_below=0.5)
