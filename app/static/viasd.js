@@ -131,7 +131,8 @@
       line = `${pointName(want)} is not ${at ? "computed yet" : "in the grid"}: the numbers above are ghosts`;
       if (!quiet) V.stale(true, true);
     }
-    put("notch", `<div class="viasd-notch-line">${esc(line)}</div>` + V.readyLine());
+    put("notch", (g.label ? `<div class="viasd-kind-line">${esc(g.label)}</div>` : "") +
+      `<div class="viasd-notch-line">${esc(line)}</div>` + V.readyLine());
     V.chart(at || want);
     V.picker(at || want);
   };

@@ -129,6 +129,12 @@ class PageGrid:
             self.points[key] = self._point(key, trace)
             self.order.append(key)
 
+    def first(self, count: int) -> list[str]:
+        """The keys of the first `count` points in page order (what a page with that cursor holds)."""
+        with self._lock:
+            self._catch_up()
+            return self.order[:count]
+
     def templates(self) -> dict[str, str]:
         headline = headline_from((_hole("speed"), _hole("rejected"), _hole("words"), "words_differing"),
                                  row=f'<div class="partial" title="{_hole("note")}">{_hole("row")}</div>')
@@ -152,7 +158,8 @@ class PageGrid:
                 g = self.grid.grid
                 data.update(axes={"a": list(g.tau_accept), "s": list(g.tau_slim), "g": list(g.gamma)},
                             base=self.order[0] if self.order else None, off=OFF, tpl=self.templates(),
-                            source=source_line(self.grid), recorded=self.grid.recorded is not None)
+                            source=source_line(self.grid), label=kind_of(self.grid),
+                            recorded=self.grid.recorded is not None)
             return data, Cursor(self.grid.id, len(self.order), len(self.texts), len(self.kinds))
 
 
@@ -167,7 +174,7 @@ def source_line(grid: RunGrid) -> str:
     machine = meta.get("machine") or {}
     return (f"Recorded {meta.get('recorded', '')} · {names}{' drafting' if models.get('drafter') else ''} · "
             f"{meta.get('dtype')} on {machine.get('processor', '?')} ({machine.get('cores', '?')} cores) · a live "
-            f"run changes the wall clock, nothing else{kind_of(grid)}")
+            "run changes the wall clock, nothing else")
 
 
 def kind_of(grid: RunGrid) -> str:
@@ -177,9 +184,9 @@ def kind_of(grid: RunGrid) -> str:
     if policy is None or policy.method != "via" or not policy.tier1_on:
         return ""
     if policy.audits:
-        return " · exact: what tier 1 keeps is audited by the full model's next pass"
-    return (" · the paper's VIA-SD: tier 1 keeps drafts unchecked, trading fidelity for speed (the exact "
-            "recommended setting audits them: copy evidence \"audit\")")
+        return "Exact: what tier 1 keeps is audited by the full model's next pass."
+    return ("The paper's VIA-SD: tier 1 keeps drafts unchecked, trading fidelity for speed (exact: copy evidence "
+            "\"audit\").")
 
 
 _PAGES: dict[str, PageGrid] = {}
@@ -242,7 +249,7 @@ class PageFeed:
         itself (an API client gets the grid's data too, but draws nothing)."""
         with self._lock:
             cursor = self._cursors.get(session) if session in self._pages else None
-        return cursor is not None and cursor.grid == grid.id and point_key in page_of(grid).order[:cursor.points]
+        return cursor is not None and cursor.grid == grid.id and point_key in page_of(grid).first(cursor.points)
 
     def more(self, session: str, grids: object) -> tuple[str | None, bool]:
         """(the points this session's page lacks as a delta, or None; whether more are still coming)."""

@@ -100,13 +100,15 @@ button[role=tab].selected {color: #1d4ed8;}
 .viasd-stale {opacity: 0.45; filter: grayscale(0.7); transition: opacity 0.1s;}
 .viasd-headline.ghost .value {opacity: 0.55; font-style: italic;}
 .viasd-headline.ghost .stat {border-style: dashed;}
+#viasd-notch .viasd-kind-line {font-size: 0.85rem; line-height: 1.1rem; font-weight: 600; color: var(--viasd-fg);
+  overflow: hidden; display: -webkit-box; -webkit-line-clamp: 2; -webkit-box-orient: vertical;}
 #viasd-notch .viasd-notch-line {font-size: 0.9rem; white-space: nowrap; overflow: hidden; text-overflow: ellipsis;
   height: 1.3rem; color: var(--viasd-fg);}
 #viasd-notch .viasd-grid-line {font-size: 0.8rem; line-height: 1.1rem; color: var(--viasd-muted); height: 2.2rem;
   overflow: hidden; display: -webkit-box; -webkit-line-clamp: 2; -webkit-box-orient: vertical;}
 .viasd-why {margin: 0.2rem 0; color: var(--viasd-fg);}
 #viasd-tradeoff .viasd-tradeoff {min-height: 12.5rem;}
-#viasd-notch {min-height: 3.5rem;}
+#viasd-notch {min-height: 5.7rem;}
 .viasd-tradeoff .keys {display: flex; flex-wrap: wrap; gap: 0.1rem 0.8rem; font-size: 0.85rem; color: var(--viasd-fg);}
 .viasd-tradeoff .k::before {content: ""; display: inline-block; width: 1.1rem; height: 0; margin-right: 0.3rem;
   vertical-align: middle; border-top: 3px solid currentColor;}

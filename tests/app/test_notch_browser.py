@@ -67,6 +67,7 @@ def test_the_app_opens_on_the_recorded_pair_sweep(page, opening) -> None:
     assert meta["recorded"] in line and "qwen2.5-coder-1.5b-instruct verifying" in line
     assert meta["dtype"] in line and "a live run changes the wall clock, nothing else" in line
     assert f"all {opening.total} points" in line
+    assert page.locator("#viasd-notch .viasd-kind-line").inner_text().startswith("The paper's VIA-SD")
     assert page.locator("#viasd-tradeoff svg path.speed").count() == 1
     page.click("#viasd-models > button, #viasd-models .label-wrap")  # the Models panel names the recorded pair
     assert page.input_value("#viasd-verifier textarea, #viasd-verifier input") == meta["load"]["verifier"]

@@ -71,6 +71,8 @@ def test_a_point_the_page_holds_is_not_drawn_again_by_the_server(opening) -> Non
     assert set(streaming.PAGE_DRAWN) <= set(bare) and set(streaming.PAGE_DRAWN) <= set(api)
     assert held["trace"] is bare["trace"] is opening.traces[target.key]
     assert {"metrics", "status", "files"} <= set(held)
+    copy = recorded.run_grid(recorded.from_file(recorded.SWEEPS / f"{recorded.OPENING}.sweep.json.gz"))
+    assert copy is not opening and FEED.holds("page-holding-it", copy, target.key), "the same grid, read again"
     FEED.full("page-holding-it", None)  # a new run cleared the page's grid: the server draws again
     assert set(streaming.PAGE_DRAWN) <= set(answer("page-holding-it"))
 
@@ -157,10 +159,11 @@ def test_run_it_live_loads_the_drafter_setting_a_sweep_was_recorded_with(opening
 
 
 def test_the_screen_says_which_via_sd_a_sweep_shows_from_its_stamped_policy(opening) -> None:
-    from app.views.page_grid import source_line
+    from app.views.page_grid import kind_of
 
-    assert "the paper's VIA-SD: tier 1 keeps drafts unchecked" in source_line(opening)
+    assert kind_of(opening).startswith("The paper's VIA-SD: tier 1 keeps drafts unchecked")
     assert not next(iter(opening.traces.values())).policy.audits
     lookup = recorded.load(recorded.PRESETS["lookup"])
     assert next(iter(lookup.traces.values())).policy.audits
-    assert "exact: what tier 1 keeps is audited" in source_line(lookup)
+    assert kind_of(lookup).startswith("Exact: what tier 1 keeps is audited")
+    assert json.loads(page_json(opening)[0])["label"] == kind_of(opening)
