@@ -209,6 +209,8 @@ def test_reroute_keeps_the_text_on_screen_and_bad_values_warn(page) -> None:
 def test_every_visible_text_passes_wcag_aa(page, scheme: str) -> None:
     page.emulate_media(color_scheme=scheme)  # Gradio follows prefers-color-scheme with its `dark` class
     page.wait_for_function("dark => document.body.classList.contains('dark') === dark", arg=scheme == "dark")
+    # what a re-route still streaming has not redrawn is greyed on purpose: check the settled page
+    page.wait_for_function("() => !document.querySelector('.viasd-stale')", timeout=120_000)
     failures = []
     for y in (0, 900, 1800):  # the cockpit, then the cards and charts below it
         page.evaluate(f"window.scrollTo(0, {y})")
