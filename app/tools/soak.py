@@ -137,18 +137,33 @@ def check_all(answers: list[Answer], checker: Checker | None = None) -> None:
             print(f"  checked {n}/{len(answers)}", flush=True)
 
 
-REFUSED_INPUT = re.compile(r'Traceback \(most recent call last\):\n(?:  .*\n)+'
-                           r'gradio\.exceptions\.Error: "Value: .{0,200}is not in the list of choices')
-"""Gradio's own refusal of a choice a component does not offer (a hostile value for a radio): it logs a traceback,
-but the visitor gets one line and nothing in the app ran, so it is not counted."""
+REFUSED_INPUT = re.compile(r'^gradio\.exceptions\.(?:Error: ["\']Value: .*is not in the list of choices'
+                           r'|ComponentProcessingError: Could not preprocess input component)', re.MULTILINE)
+"""Gradio's own refusal of an input before any handler runs: a choice a component does not offer (a hostile value
+for a radio or dropdown), or a value a slider or number box cannot take. It logs a traceback, but the visitor gets
+one line and nothing in the app ran, so it is not counted."""
 
 
 def tracebacks(log: Path) -> int:
-    """Tracebacks in the app's log, less Gradio's refusals of values outside a component's choices."""
+    """Tracebacks in the app's log whose exception is not Gradio's refusal of an input (a chained traceback, an
+    exception raised while handling another, is one with it)."""
     if not log.exists():
         return 0
     text = log.read_text(errors="replace")
-    return text.count("Traceback") - len(REFUSED_INPUT.findall(text))
+    chains = _joined(re.split(r"\n(?=Traceback \(most recent call last\):)", "\n" + text))
+    return sum(1 for chain in chains if chain.startswith("Traceback") and not REFUSED_INPUT.search(chain))
+
+
+def _joined(parts: list[str]) -> list[str]:
+    """Join the traceback that a "During handling of the above exception" line continues to the one before."""
+    out: list[str] = []
+    for part in parts:
+        if out and out[-1].rstrip().endswith(("During handling of the above exception, another exception occurred:",
+                                              "The above exception was the direct cause of the following exception:")):
+            out[-1] += "\n" + part
+        else:
+            out.append(part)
+    return out
 
 
 def write_outputs(report: SoakReport, folder: Path) -> None:

@@ -116,3 +116,22 @@ def test_the_checker_accepts_a_right_answer_and_refuses_wrong_ones(checker: Chec
     assert "stopped run" in checker.check(answer_for(checker, settings, stopped=True, trace=stopped,
                                                      token_ids=[(i + 1) % 40 for i in ids[:5]],
                                                      audit=right.check["audit"][:5]))
+
+
+def test_only_tracebacks_of_the_app_count_not_gradios_refusal_of_an_input(tmp_path) -> None:
+    from app.tools.soak import tracebacks
+
+    frame = '  File "x.py", line 1, in f\n    f()\n'
+    refused_choice = ("Traceback (most recent call last):\n" + frame + "gradio.exceptions.Error: 'Value: " + "x" * 900
+                      + " (type: <class \\'str\\'>) is not in the list of choices: [\\'self\\', \\'ngram\\']'\n")
+    cause = "\n\nThe above exception was the direct cause of the following exception:\n\n"
+    refused_slider = ("Traceback (most recent call last):\n" + frame + "TypeError: '<' not supported between "
+                      "instances of 'NoneType' and 'float'" + cause + "Traceback (most recent call last):\n" + frame
+                      + "gradio.exceptions.ComponentProcessingError: Could not preprocess input component at index 9 "
+                      "(a `slider` component)\n")
+    app_failure = "Traceback (most recent call last):\n" + frame + "ValueError: the app itself failed\n"
+    log = tmp_path / "app.log"
+    log.write_text("* Running on local URL\n" + refused_choice + refused_slider + "a line\n")
+    assert tracebacks(log) == 0
+    log.write_text(refused_choice + app_failure + refused_slider + app_failure)
+    assert tracebacks(log) == 2
