@@ -152,3 +152,15 @@ def test_a_shipped_pair_point_equals_a_fresh_re_route(path: Path) -> None:
         a, s, g = key.split("|")
         fresh = generate(bundle, sweep.prompt, Point(float(a), float(s), int(g)).apply(sweep.config))
         assert same_run(fresh, sweep.traces[key]), key  # to the last bit: the same passes in the same order
+
+
+def test_the_shipped_specs_name_what_each_file_was_recorded_with() -> None:
+    """`record_sweep --all` regenerates the shipped files: each spec's settings and drafter setting are the file's."""
+    from core.sweeps.record import recorded_load_options
+    from core.tools.record_sweep import SHIPPED
+
+    for spec in SHIPPED:
+        sweep = from_file(spec.path)
+        assert sweep.config == spec.config, spec.name
+        options = recorded_load_options({"load": spec.models, "load_options": spec.load_options})
+        assert sweep.load_options == options, spec.name
