@@ -160,7 +160,16 @@ class PageGrid:
                             base=self.order[0] if self.order else None, off=OFF, tpl=self.templates(),
                             source=source_line(self.grid), label=kind_of(self.grid),
                             recorded=self.grid.recorded is not None)
-            return data, Cursor(self.grid.id, len(self.order), len(self.texts), len(self.kinds))
+            return data, self._cursor()
+
+    def cursor(self) -> Cursor:
+        """Where a page holding all of this grid computed so far stands (no payload built)."""
+        with self._lock:
+            self._catch_up()
+            return self._cursor()
+
+    def _cursor(self) -> Cursor:
+        return Cursor(self.grid.id, len(self.order), len(self.texts), len(self.kinds))
 
 
 def source_line(grid: RunGrid) -> str:
@@ -233,7 +242,7 @@ class PageFeed:
             self._pages[session] = None
             while len(self._pages) > self.MAX_SESSIONS:
                 self._pages.pop(next(iter(self._pages)))
-        self._remember(session, page_of(grid).payload()[1] if grid is not None else None)
+        self._remember(session, page_of(grid).cursor() if grid is not None else None)
 
     def _remember(self, session: str, cursor: Cursor | None) -> None:
         with self._lock:

@@ -17,12 +17,12 @@ import os
 import shlex
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from core.config import DecodeConfig, preset
 from core.models.catalog import EMBEDDED_ID, QWEN_CODER_05B_ID, QWEN_CODER_15B_ID
-from core.models.loading import default_drafter_quant, load_bundle
+from core.models.loading import drafter_setting, load_bundle
 from core.sweeps.grid import Grid, Point, default_grid
 from core.sweeps.record import SUFFIX, record, to_file
 from examples import HERE as EXAMPLES
@@ -98,8 +98,7 @@ def record_one(spec: Shipped, out: Path, grid: Grid, extra: dict, command: str, 
     started = time.perf_counter()
     extra = {**spec.load_options, **extra}
     if models.get("drafter"):  # recorded by name, so a later change of the pair's default cannot move the points
-        extra = {**extra, "drafter_quant": extra.get("drafter_quant") or default_drafter_quant(models["verifier"],
-                                                                                               models["drafter"])}
+        extra["drafter_quant"] = drafter_setting(models["verifier"], models["drafter"], extra.get("drafter_quant"))
     bundle = load_bundle(models["verifier"], models.get("drafter"), dtype=models.get("dtype"), **extra)
     bundle.memo.max_bytes = max(bundle.memo.max_bytes, memo_bytes)  # no point evicts a row another point needs
     print(f"{spec.name}: loaded {bundle.verifier.name} ({bundle.verifier.dtype}) in "
@@ -154,7 +153,7 @@ def main(argv: list[str] | None = None) -> None:
                          0.575 if args.pair else None)]
     for spec in specs:
         config = spec.config.with_(max_new_tokens=args.max_new_tokens) if args.max_new_tokens else spec.config
-        spec = Shipped(spec.name, spec.example, config, spec.models, spec.calibrated_slim, spec.load_options)
+        spec = replace(spec, config=config)
         grid = default_grid(config, spec.calibrated_slim)
         grid = Grid(_floats(args.tau_accept_values) or grid.tau_accept, _floats(args.tau_slim_values) or grid.tau_slim,
                     tuple(int(g) for g in _floats(args.gammas) or ()) or grid.gamma)
