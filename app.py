@@ -7,7 +7,7 @@ import os
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
-from app import native_memory  # noqa: E402
+from app import held_log, native_memory  # noqa: E402
 
 native_memory.limit_arenas()  # before torch and Gradio start their threads (app/native_memory.py says why)
 
@@ -20,4 +20,5 @@ demo.queue(default_concurrency_limit=4)
 if __name__ == "__main__":
     SESSIONS.warm_up_in_background()
     native_memory.start_trimmer()
+    held_log.start_if_asked()
     demo.launch(**launch_kwargs())

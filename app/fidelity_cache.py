@@ -79,6 +79,11 @@ class FidelityCache:
         with self._lock:
             return self._plain.get((info.get("verifier"), f"torch.{info.get('dtype')}"))
 
+    def __len__(self) -> int:
+        """Answers and references held (each table is bounded by `max_entries`)."""
+        with self._lock:
+            return len(self._fidelity) + len(self._reference)
+
     def clear(self) -> None:
         with self._lock:
             self._fidelity.clear()

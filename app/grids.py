@@ -51,6 +51,7 @@ class RunGrid:
     traces: dict[str, Trace] = field(default_factory=dict)  # point key -> trace, in the order computed
     reliability: ReliabilityData | None = None  # teacher-forced signals of the run's own text
     recorded: dict[str, Any] | None = None  # a shipped sweep's meta (models, machine, date, command)
+    page: Any = field(default=None, repr=False, compare=False)  # its page encoding (app/views/page_grid.page_of)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -127,6 +128,11 @@ class GridStore:
     def by_id(self, grid_id: str) -> RunGrid | None:
         with self._lock:
             return next((g for g in (*self._recorded.values(), *self._live.values()) if g.id == grid_id), None)
+
+    def live_points(self) -> tuple[int, int]:
+        """(live grids kept, their computed points): what re-routes of live runs hold in memory."""
+        with self._lock:
+            return len(self._live), sum(len(g.traces) for g in self._live.values())
 
     def recorded(self) -> list[RunGrid]:
         with self._lock:

@@ -201,6 +201,12 @@ class Sessions:
         with self._lock:
             return self._visitor(session).quant
 
+    def bundles(self) -> dict[str, ModelBundle]:
+        """Every bundle in memory by a short name ("embedded", or the pair's verifier and drafter setting)."""
+        with self._lock:
+            extra = {f"{v.split('/')[-1]}{f' [{q}]' if q else ''}": b for (v, _, q), b in self._extra.items()}
+        return {**({"embedded": self._default} if self._default is not None else {}), **extra}
+
     def warm_up_in_background(self) -> threading.Thread:
         """Start loading the embedded model so the first visitor does not wait for it."""
         thread = threading.Thread(target=self.default_bundle, name="viasd-warm-up", daemon=True)

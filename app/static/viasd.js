@@ -59,7 +59,11 @@
     return p.rows;
   };
 
-  V.tokensHtml = (p) => {
+  V.tokensHtml = (p) => {  // kept on the point: its tables only grow, so its text never changes
+    if (!p.html) p.html = tokensHtml(p);
+    return p.html;
+  };
+  const tokensHtml = (p) => {
     const g = V.grid, t = rows(p);
     const spans = t.map(([ti, round, ki, dc, sc, fc], pos) => {
       const [shown, repr] = g.texts[ti], [classes, attrs, middle, details] = g.kinds[ki];
@@ -225,12 +229,18 @@
       `text-anchor="middle">τ_slim →</text></svg>`);
   };
 
-  // A slider moved by keyboard never fires Gradio's release (it listens for pointerup): send one on key up, so
-  // the server's re-route (cards, charts) follows a keyboard move as it follows a drag.
+  // A slider moved by keyboard never fires Gradio's release (it listens for pointerup): send one once the keys
+  // rest, so the server's re-route (cards, charts) follows a keyboard move as it follows a drag. Not one per key:
+  // each answer redraws the charts below, and a redraw landing during the next key press held that notch's own
+  // draw back by up to 200 ms (`python -m app.latency`). A drag sends one release at its end, too.
+  const KEYS_REST_MS = 450;
+  let release = null;
   document.addEventListener("keyup", (e) => {
     const t = e.target;
-    if (t && t.type === "range" && t.closest && t.closest("#viasd-tau-accept, #viasd-tau-slim, #viasd-gamma"))
-      t.dispatchEvent(new PointerEvent("pointerup", {bubbles: true}));
+    if (!(t && t.type === "range" && t.closest && t.closest("#viasd-tau-accept, #viasd-tau-slim, #viasd-gamma")))
+      return;
+    clearTimeout(release);
+    release = setTimeout(() => t.dispatchEvent(new PointerEvent("pointerup", {bubbles: true})), KEYS_REST_MS);
   }, true);
 
   V.pick = (a, s) => {

@@ -196,13 +196,15 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def launch_app(timeout_s: float = 300.0, log: Path | None = None) -> tuple[subprocess.Popen, str]:
+def launch_app(timeout_s: float = 300.0, log: Path | None = None, env: dict[str, str] | None = None
+               ) -> tuple[subprocess.Popen, str]:
     """Start `python app.py` on a free loopback port and wait until it answers; its output goes to `log`
-    when given (a long run's output would fill a pipe nobody reads), else its errors to a pipe."""
+    when given (a long run's output would fill a pipe nobody reads), else its errors to a pipe; `env` adds
+    variables to its environment."""
     import urllib.request
 
     port = _free_port()
-    env = dict(os.environ, GRADIO_SERVER_NAME="127.0.0.1", GRADIO_SERVER_PORT=str(port),
+    env = dict(os.environ, **(env or {}), GRADIO_SERVER_NAME="127.0.0.1", GRADIO_SERVER_PORT=str(port),
                GRADIO_ANALYTICS_ENABLED="False", PYTHONUNBUFFERED="1")
     root = Path(__file__).resolve().parents[2]
     output = open(log, "w") if log else None  # noqa: SIM115  (the child holds it; ours closes with the process)

@@ -10,7 +10,8 @@ mixing live runs, re-routes (one notch, far jumps), Stop mid-run, Re-run for rea
 with run=1, Compare, the threshold grid, the schemes, Classroom replays and hostile input (the fuzz
 classes); with --pair, one visitor loads the Qwen2.5-Coder pair after a minute while the others run,
 and three visitors then move to it and back (app/tools/soak_actions.py). The app process is sampled
-from /proc every few seconds (resident memory, threads, open handles). After the soak every answer
+from /proc every few seconds (resident memory, threads, open handles), and the app logs the size of each of its
+bounded stores once a minute (app/held_log.py: prediction memos, grids, sessions). After the soak every answer
 is checked against a fresh engine run of the same request (app/tools/soak_check.py).
 
 Writes `soak.csv` (per minute), `soak.html` (the chart; `soak.png` too where Chromium is found) and
@@ -28,6 +29,7 @@ import threading
 import time
 from pathlib import Path
 
+from app import held_log
 from app.tools import soak_actions as actions
 from app.tools.load_test import launch_app
 from app.tools.soak_actions import Answer, Visitor
@@ -135,6 +137,8 @@ def check_all(answers: list[Answer], checker: Checker | None = None) -> None:
         answer.wrong = checker.check(answer)
         if n % 50 == 0:
             print(f"  checked {n}/{len(answers)}", flush=True)
+    for tie in checker.ties:
+        print(f"  right at a bf16 near-tie: {tie}", flush=True)
 
 
 REFUSED_INPUT = re.compile(r'^gradio\.exceptions\.(?:Error: ["\']Value: .*is not in the list of choices'
@@ -182,11 +186,12 @@ def run_soak(minutes: float, visitors: int, out: Path, pair: bool = False, warmu
     out.mkdir(parents=True, exist_ok=True)
     process = None
     if url is None:
-        process, url = launch_app(log=out / "app.log")
+        process, url = launch_app(log=out / "app.log", env={"VIASD_HELD_LOG": "1"})  # its stores, once a minute
         pid = process.pid
     began, load_before = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), os.getloadavg()
     try:
         soak = Soak(url, pid, minutes, visitors, pair, seed, out / "downloads")
+        wall_started = time.time() - (time.monotonic() - soak.started)
         soak.run()
         try:
             after = actions.run(Visitor(-1, url, 0, soak.started, soak.downloads))
@@ -203,8 +208,11 @@ def run_soak(minutes: float, visitors: int, out: Path, pair: bool = False, warmu
           f"{load_before[0]:.2f} at the start, {load_after[0]:.2f} at the end; checking {len(soak.answers)} "
           "answers…", flush=True)
     check_all(soak.answers)
+    log = out / "app.log"
+    held = [{**h, "at_s": h["at"] - wall_started} for h in held_log.parse(log.read_text(errors="replace"))] \
+        if log.exists() else []
     report = SoakReport(soak.answers, soak.samples, minutes, warmup if warmup is not None else min(10.0, minutes / 3),
-                        tracebacks(out / "app.log"))
+                        tracebacks(log), held)
     write_outputs(report, out)
     return report
 

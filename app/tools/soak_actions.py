@@ -21,6 +21,8 @@ from app.tools.load_test import call_kwargs, find_trace
 from app.tools.page_client import EventError, Page
 
 PAIR = (pools.QWEN_CODER_PAIR.verifier, pools.QWEN_CODER_PAIR.drafter)
+PUTS_A_RUN_ON_SCREEN = frozenset({"/generate", "/rerun_real", "/reroute", "/load_models"})
+"""The endpoints whose answer replaces the run on screen (the one a slider re-routes)."""
 
 
 @dataclass
@@ -76,18 +78,22 @@ class Visitor:
         return pools.pair_settings(self.rng) if self.models else pools.smol_settings(self.rng, via)
 
 
-def _trace_of(result: Any) -> dict | None:
-    """The trace an answer carries; an answer whose status line is the app's warning is an error."""
+def _trace_of(result: Any) -> dict:
+    """The trace an answer carries; an answer whose status line is the app's warning, or that carries no trace,
+    is an error (named with its status line, so a refusal can be told from a lost file)."""
     status = result[1] if isinstance(result, (list, tuple)) and len(result) > 1 else ""
     if isinstance(status, str) and status.startswith("⚠"):
         raise EventError(status[:200])
-    return find_trace(result)
+    trace = find_trace(result)
+    if trace is None:
+        raise EventError(f"no trace in the answer (status: {str(status)[:160]!r})")
+    return trace
 
 
 def _tokens_check(trace: dict | None, asked: pools.Settings, models: tuple[str, str] | None, replay: bool,
                   stopped: bool = False) -> dict:
     if trace is None:
-        raise EventError("no trace in the answer")
+        raise EventError("no trace file in the answer")
     return {"kind": "tokens", "asked": asked, "models": models, "replay": replay, "stopped": stopped,
             "trace": {key: trace[key] for key in ("prompt", "config", "models", "stop_reason")},
             "token_ids": [t["token_id"] for t in trace["tokens"]], "audit": [t.get("audit") for t in trace["tokens"]]}
@@ -192,6 +198,10 @@ def hostile(v: Visitor) -> Answer:
     endpoint = v.rng.choice(sorted(e for e in v.api if not (v.models and e == "/load_models")))
     parameters = v.api[endpoint]["parameters"]
     answer = v.answer("hostile")
+    if endpoint in PUTS_A_RUN_ON_SCREEN:
+        # a hostile value the app takes (an odd prompt, a clamped number) puts that run on screen: a re-route sent
+        # after it from the run the visitor remembers would be refused ("the settings changed since the run shown")
+        v.shown = None
     if not parameters:
         v.submit(endpoint, {}, answer)
         return answer

@@ -12,6 +12,7 @@ the first.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import shutil
 import statistics
 from collections import defaultdict
@@ -57,6 +58,7 @@ class SoakReport:
     minutes: float
     warmup_min: float
     app_tracebacks: int = 0
+    held: list[dict] = dataclasses.field(default_factory=list)  # the app's store sizes (app/held_log.py), `at_s`
 
     @property
     def errors(self) -> list[Answer]:
@@ -80,13 +82,25 @@ class SoakReport:
                    "rss_max_mb": round(max(s.rss_mb for s in self._minute(minute + 1)), 1) if level else "",
                    "threads": last.threads if last else "", "handles": last.handles if last else "",
                    "queue": max((a.queue for a in inside), default=0), "requests": len(inside),
-                   "errors": sum(bool(a.error) for a in inside), "wrong": sum(bool(a.wrong) for a in inside)}
+                   "errors": sum(bool(a.error) for a in inside), "wrong": sum(bool(a.wrong) for a in inside),
+                   **self._held_row(minute + 1)}
             for action in self.actions():
                 times = [a.latency_s for a in inside if a.action == action and not a.error]
                 row[f"p50 {action}"] = round(quantile(times, 0.5), 2) if times else ""
                 row[f"p95 {action}"] = round(quantile(times, 0.95), 2) if times else ""
             rows.append(row)
         return rows
+
+    def _held_row(self, minute: int) -> dict:
+        """The app's stores at the last held line of the minute (none logged: no columns)."""
+        if not self.held:
+            return {}
+        seen = [h for h in self.held if h["at_s"] < minute * 60]
+        if not seen:
+            return {"memo_mb": "", "live_points": "", "sessions": ""}
+        last = seen[-1]
+        return {"memo_mb": round(sum(last["memo_mb"].values()), 1), "live_points": last["live_points"],
+                "sessions": last["sessions"]}
 
     def write_csv(self, path: Path) -> None:
         rows = self.rows()
@@ -159,7 +173,8 @@ class SoakReport:
 
     def minute_table(self) -> str:
         """The per-minute figures in Markdown (every action's p50 / p95 are in the CSV)."""
-        keys = ["minute", "rss_mb", "threads", "handles", "queue", "requests", "errors", "wrong"]
+        keys = ["minute", "rss_mb", *(["memo_mb"] if self.held else []), "threads", "handles", "queue", "requests",
+                "errors", "wrong"]
         keys += [f"p{q} {a}" for a in WATCHED for q in (50, 95)]
         lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
         lines += ["| " + " | ".join(str(row.get(k, "")) for k in keys) + " |" for row in self.rows()]
@@ -185,6 +200,10 @@ class SoakReport:
                                subplot_titles=("App process: resident memory (MB)", "p95 latency per minute (s)"))
         figure.add_trace(go.Scatter(x=[s.at_s / 60 for s in self.samples], y=[s.rss_mb for s in self.samples],
                                     name="resident MB", mode="lines"), row=1, col=1)
+        if self.held:  # the prediction memos' share of it: a bounded store filling up, not a leak
+            figure.add_trace(go.Scatter(x=[h["at_s"] / 60 for h in self.held],
+                                        y=[sum(h["memo_mb"].values()) for h in self.held], name="memos MB",
+                                        mode="lines+markers"), row=1, col=1)
         level = self.warm_level()
         if level:
             for bound in (1 - RSS_BAND, 1 + RSS_BAND):

@@ -198,17 +198,16 @@ def kind_of(grid: RunGrid) -> str:
             "\"audit\").")
 
 
-_PAGES: dict[str, PageGrid] = {}
 _PAGES_LOCK = threading.Lock()
 
 
 def page_of(grid: RunGrid) -> PageGrid:
-    """The one page encoding of `grid` (shared by every visitor)."""
+    """The one page encoding of `grid` (shared by every visitor). It is kept on the grid, so it goes when the grid
+    store drops the grid: a table of encodings by grid id kept every grid a public app ever made (issue 23)."""
     with _PAGES_LOCK:
-        page = _PAGES.get(grid.id)
-        if page is None or page.grid is not grid:
-            page = _PAGES[grid.id] = PageGrid(grid)
-        return page
+        if grid.page is None:
+            grid.page = PageGrid(grid)
+        return grid.page
 
 
 def page_json(grid: RunGrid | None, since: Cursor | None = None) -> tuple[str, Cursor | None]:
@@ -259,6 +258,11 @@ class PageFeed:
         with self._lock:
             cursor = self._cursors.get(session) if session in self._pages else None
         return cursor is not None and cursor.grid == grid.id and point_key in page_of(grid).first(cursor.points)
+
+    def __len__(self) -> int:
+        """Sessions whose page holdings are remembered (at most MAX_SESSIONS)."""
+        with self._lock:
+            return len(self._cursors)
 
     def more(self, session: str, grids: object) -> tuple[str | None, bool]:
         """(the points this session's page lacks as a delta, or None; whether more are still coming)."""

@@ -69,3 +69,8 @@ class PredictionMemo:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    @property
+    def bytes(self) -> int:
+        """Bytes of logits held now (at most `max_bytes`)."""
+        return self._bytes

@@ -7,9 +7,12 @@ A missing, corrupt or foreign sweep file gives one line and is left out; the app
 
 from __future__ import annotations
 
+import dataclasses
+import gc
 import gzip
 import json
 import shutil
+import weakref
 
 import pytest
 
@@ -17,7 +20,7 @@ from app import recorded, streaming
 from app.grids import GRIDS, GridStore, RunGrid
 from app.session import SESSIONS
 from app.settings import Settings
-from app.views.page_grid import FEED, PageFeed, page_json
+from app.views.page_grid import FEED, PageFeed, page_json, page_of
 from core.sweeps.grid import Point
 
 
@@ -107,6 +110,19 @@ def test_the_page_gets_every_point_then_deltas(opening) -> None:
     assert delta["kind"] == "more" and list(delta["points"]) == [keys[3]] and coming
     assert delta["texts_from"] == len(first["texts"]) and delta["kinds_from"] == len(first["kinds"])
     assert FEED.more("nobody", store) == (None, False)
+
+
+def test_a_grid_the_store_drops_takes_its_page_encoding_with_it(opening) -> None:
+    """Issue 23's soak: page encodings were kept by grid id for good, each holding its grid's traces, so every run a
+    public app ever made stayed in memory. The store keeps `max_runs` live grids; an older one must be freed."""
+    store, trace = GridStore(max_runs=2), next(iter(opening.traces.values()))
+    grids = [store.for_trace(dataclasses.replace(trace, prompt=f"prompt {n}")) for n in range(3)]
+    assert [page_of(g).grid for g in grids] == grids
+    dropped = weakref.ref(grids[0])
+    del grids[0]
+    gc.collect()
+    assert dropped() is None, "the dropped grid is still held (by its page encoding)"
+    assert store.find("prompt 2", trace.config, grids[-1].models) is grids[-1]
 
 
 def test_a_bad_sweep_file_gives_one_line_and_nothing_else_changes(tmp_path, monkeypatch) -> None:

@@ -135,3 +135,96 @@ def test_only_tracebacks_of_the_app_count_not_gradios_refusal_of_an_input(tmp_pa
     assert tracebacks(log) == 0
     log.write_text(refused_choice + app_failure + refused_slider + app_failure)
     assert tracebacks(log) == 2
+
+
+class _FakeVisitor:
+    """A visitor whose `submit` returns a canned answer: enough for the actions' own bookkeeping."""
+
+    def __init__(self, endpoint: str, answer: object) -> None:
+        self.rng, self.models, self.started = random.Random(0), None, 0.0
+        self.api = {endpoint: {"parameters": [{"parameter_name": "prompt", "python_type": {"type": "str"}}]}}
+        self._answer = answer
+        self.shown = pools.smol_settings(random.Random(1), via=True)
+
+    def submit(self, endpoint: str, values: dict, answer: Answer, stop_after_first: bool = False) -> object:
+        return self._answer
+
+    def answer(self, action: str) -> Answer:
+        return Answer(action, 0, 0.0)
+
+    def settings(self, via: bool = False) -> pools.Settings:
+        return pools.smol_settings(self.rng, via)
+
+
+@pytest.mark.parametrize(("endpoint", "forgets"), [("/generate", True), ("/reroute", True), ("/compare", False)])
+def test_a_hostile_run_makes_the_visitor_forget_the_run_it_had_on_screen(endpoint: str, forgets: bool) -> None:
+    """The one-hour soak's 5 "no trace" re-routes: a hostile value the app accepted had put its own run on screen,
+    and the next re-route, moved from the run the visitor remembered, was refused as "settings changed"."""
+    from app.tools.soak_actions import hostile
+
+    visitor = _FakeVisitor(endpoint, ["text", "Done"])
+    hostile(visitor)
+    assert (visitor.shown is None) == forgets
+
+
+def test_an_answer_without_a_trace_is_an_error_that_quotes_its_status_line() -> None:
+    from app.tools.page_client import EventError
+    from app.tools.soak_actions import reroute
+
+    refusal = "Thresholds set for the next run: the prompt or settings changed since the run shown, press **Run**."
+    visitor = _FakeVisitor("/reroute", ["<div></div>", refusal, None])
+    with pytest.raises(EventError, match="settings changed since the run shown"):
+        reroute(visitor)
+
+
+def test_the_apps_store_sizes_come_back_from_its_log_into_the_minute_table(tmp_path: Path) -> None:
+    """Resident memory alone cannot tell a memo filling up from a leak: the app logs its stores, the soak reads them."""
+    from app import held_log
+
+    first = held_log.held()
+    assert {"memo_mb", "live_grids", "live_points", "fidelity", "sessions", "page_feed"} <= set(first)
+    log = f"some line\n{held_log.line()}\nanother\n"
+    parsed = held_log.parse(log)
+    assert len(parsed) == 1 and parsed[0]["sessions"] == first["sessions"]
+    soak = report([1000.0] * 4)
+    soak.held = [{**parsed[0], "memo_mb": {"embedded": 100.0, "pair": 20.5}, "at_s": 70.0}]
+    rows = soak.rows()
+    assert rows[0]["memo_mb"] == "" and rows[1]["memo_mb"] == 120.5
+    assert "memo_mb" in soak.minute_table() and "memos MB" in {t.name for t in soak.figure().data}
+
+
+def test_a_bf16_replay_may_part_from_a_fresh_run_only_at_a_measured_near_tie() -> None:
+    """The one-hour soak's one wrong answer was a bf16 re-route parting from a fresh run at token 49: a replay reads
+    logits of other pass shapes. Either token of a near-tie is the model's answer; anything else stays wrong."""
+    import torch
+
+    from app.tools.soak_check import tie_reason
+
+    alone = torch.tensor([20.00, 19.98, 12.0, 3.0])
+    assert "near-tie" in tie_reason(alone, alone + torch.tensor([0.0, 0.03, 0.0, 0.0]), [1, 0])
+    assert "near-tie" in tie_reason(alone, alone, [0, 1])  # the shapes agree: 4 bf16 ulps of 20 is 0.31
+    assert tie_reason(alone, alone, [0, 2]) == ""  # not the model's top two
+    apart = torch.tensor([20.0, 19.0, 12.0, 3.0])
+    assert tie_reason(apart, apart + torch.tensor([0.0, 0.1, 0.0, 0.0]), [1, 0]) == ""  # 1.0 apart, shapes 0.1
+
+
+def test_near_tie_reads_the_full_models_logits_at_the_parting_token() -> None:
+    """On a real (tiny) model: the parting token is judged at its own prefix (the answer's token is the model's top
+    choice there), and a token outside the model's top two is never a tie."""
+    import torch
+
+    from app.tools.soak_check import near_tie
+    from core import DecodeConfig
+    from core.models.prompting import encode_prompt
+
+    bundle, config = tiny_bundle(), DecodeConfig(mode="plain", max_new_tokens=8)
+    got = generate(bundle, "abc", config).token_ids
+    ids = encode_prompt(bundle.verifier.tokenizer, "abc", config.chat_template) + got[:3]
+    with torch.no_grad():
+        logits = bundle.verifier.model(torch.tensor([ids])).logits[0, -1]
+    first, second, last = logits.argsort(descending=True)[[0, 1, -1]].tolist()
+    assert first == got[3]
+    assert near_tie(bundle, "abc", config, got, [*got[:3], last], 3) == ""
+    gap = float(logits[first] - logits[second])
+    said = near_tie(bundle, "abc", config, got, [*got[:3], second], 3)
+    assert (said != "") == (gap <= 4 * 2**-8 * float(logits[[first, second]].abs().max())), (gap, said)

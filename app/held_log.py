@@ -1,0 +1,54 @@
+"""What the app holds in its bounded stores, as one log line a minute (with VIASD_HELD_LOG=1; the soak sets it).
+
+Resident memory alone cannot tell a bounded store filling up from a leak: the one-hour soak saw +10 % and could
+not say which. Each line names every store that grows with use (each bundle's prediction memo, the live grids
+and their points, the fidelity answers, the sessions and the page feed) and its size now; `app.tools.soak` reads
+the lines back into its per-minute table and chart.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+
+PREFIX = "[held] "
+EVERY_S = 60.0
+
+
+def held() -> dict[str, object]:
+    """The size of each store now; `at` is the wall clock (seconds since the epoch)."""
+    from app.fidelity_cache import FIDELITY
+    from app.grids import GRIDS
+    from app.session import SESSIONS
+    from app.views.page_grid import FEED
+
+    grids, points = GRIDS.live_points()
+    memo = {name: round(bundle.memo.bytes / 2**20, 1) for name, bundle in SESSIONS.bundles().items()}
+    return {"at": round(time.time(), 1), "memo_mb": memo, "live_grids": grids, "live_points": points,
+            "fidelity": len(FIDELITY), "sessions": SESSIONS.visitor_count(), "page_feed": len(FEED)}
+
+
+def line() -> str:
+    return PREFIX + json.dumps(held(), separators=(",", ":"))
+
+
+def start_if_asked(period_s: float = EVERY_S) -> threading.Thread | None:
+    """Print `line()` every `period_s` seconds for the life of the process, when VIASD_HELD_LOG is set."""
+    if not os.environ.get("VIASD_HELD_LOG"):
+        return None
+
+    def loop() -> None:
+        while True:
+            print(line(), flush=True)
+            time.sleep(period_s)
+
+    thread = threading.Thread(target=loop, name="viasd-held-log", daemon=True)
+    thread.start()
+    return thread
+
+
+def parse(text: str) -> list[dict]:
+    """The held lines of an app log, in order (other lines ignored)."""
+    return [json.loads(row[len(PREFIX):]) for row in text.splitlines() if row.startswith(PREFIX)]
