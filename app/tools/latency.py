@@ -109,27 +109,36 @@ def _value(page) -> float:
     return float(page.input_value("#viasd-tau-accept input[type=range]"))
 
 
-def _settle(page, quiet_ms: float = 250.0, timeout_s: float = 30.0) -> float:
-    """Wait until neither the text nor the headline changed for `quiet_ms`; the last change after the stamp, ms."""
-    started = time.perf_counter()
+SETTLE = """() => ({now: performance.now(), start: window.__viasdLatency.start,
+  last: Math.max(0, ...window.__viasdLatency.events.map(e => e.t)),
+  ghost: !!document.querySelector('#viasd-headline-box .ghost')})"""
+
+
+def _settle(page, quiet_ms: float = 250.0, timeout_s: float = 300.0) -> tuple[float, bool]:
+    """Wait until neither the text nor the headline changed for `quiet_ms` and the headline is this point's own
+    (not the ghost numbers of a point the page has not computed: those wait for the server's answer). Returns the
+    last change after the stamp in ms (NaN: nothing changed) and whether the move waited on the server."""
+    started, served = time.perf_counter(), False
     while time.perf_counter() - started < timeout_s:
         page.wait_for_timeout(quiet_ms / 2)
-        lat = page.evaluate("() => ({now: performance.now(), start: window.__viasdLatency.start, "
-                            "last: Math.max(0, ...window.__viasdLatency.events.map(e => e.t))})")
+        lat = page.evaluate(SETTLE)
+        if lat["ghost"]:
+            served = True
+            continue
         if lat["last"] and lat["now"] - lat["last"] >= quiet_ms:
-            return lat["last"] - lat["start"]
+            return lat["last"] - lat["start"], served
         if not lat["last"] and lat["now"] - lat["start"] >= 2 * quiet_ms:
-            return float("nan")  # nothing needed to change
-    raise TimeoutError("the text kept changing")
+            return float("nan"), served  # nothing needed to change
+    raise TimeoutError("the text kept changing, or the server never answered a point the page lacked")
 
 
-def notch(page, key: str) -> float:
+def notch(page, key: str) -> tuple[float, bool]:
     page.focus("#viasd-tau-accept input[type=range]")
     page.keyboard.press(key)
     return _settle(page)
 
 
-def click_track(page, target: float, thumb_px: float = 16.0) -> float:
+def click_track(page, target: float, thumb_px: float = 16.0) -> tuple[float, bool]:
     """Click the τ_accept track at `target` (the thumb jumps there: one input event, then the release)."""
     box = page.locator("#viasd-tau-accept input[type=range]").bounding_box()
     x = box["x"] + thumb_px / 2 + target * (box["width"] - thumb_px)
@@ -140,9 +149,10 @@ def click_track(page, target: float, thumb_px: float = 16.0) -> float:
 def measure_screen(page, label: str, notches: int, results: Results) -> None:
     """N one-notch moves of τ_accept and one far jump (0.90 -> 0.50), on the screen the page shows now."""
     page.evaluate(OBSERVE)
-    unchanged = 0
+    unchanged = served = 0
     for i in range(notches):
-        done = notch(page, "ArrowLeft" if i % 2 == 0 else "ArrowRight")
+        done, waited = notch(page, "ArrowLeft" if i % 2 == 0 else "ArrowRight")
+        served += waited
         if done == done:  # not NaN
             results.moves.append(Move(f"{label}: one notch τ_accept", done, _value(page)))
         else:
@@ -150,12 +160,16 @@ def measure_screen(page, label: str, notches: int, results: Results) -> None:
     if unchanged:
         results.notes.append(f"{label}: {unchanged} of {notches} notches changed nothing on screen (those points "
                              "decide every token alike): final at once, not timed")
+    if served:
+        results.notes.append(f"{label}: {served} of {notches} notches went to a point the page had not computed: "
+                             "timed to the server's answer")
     click_track(page, 0.9)
     before = page.evaluate(HEADLINE)
-    done = click_track(page, 0.5)
+    done, waited = click_track(page, 0.5)
     after = page.evaluate(HEADLINE)
     results.moves.append(Move(f"{label}: far jump τ_accept 0.90 → 0.50", done, _value(page)))
-    results.notes.append(f"{label}: headline {' / '.join(before)} at 0.90 → {' / '.join(after)} at 0.50")
+    results.notes.append(f"{label}: headline {' / '.join(before)} at 0.90 → {' / '.join(after)} at 0.50"
+                         + (" (a point the page had not computed: timed to the server's answer)" if waited else ""))
 
 
 def run(notches: int, headed: bool = False, live_pair: bool = True, only: str = "") -> Results:
