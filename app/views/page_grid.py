@@ -198,13 +198,13 @@ def kind_of(grid: RunGrid) -> str:
             "\"audit\").")
 
 
-_PAGES_LOCK = threading.Lock()
+_PAGE_LOCK = threading.Lock()  # one encoding per grid, however many visitors ask at once
 
 
 def page_of(grid: RunGrid) -> PageGrid:
     """The one page encoding of `grid` (shared by every visitor). It is kept on the grid, so it goes when the grid
     store drops the grid: a table of encodings by grid id kept every grid a public app ever made (issue 23)."""
-    with _PAGES_LOCK:
+    with _PAGE_LOCK:
         if grid.page is None:
             grid.page = PageGrid(grid)
         return grid.page
