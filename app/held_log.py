@@ -19,6 +19,7 @@ EVERY_S = 60.0
 
 def held() -> dict[str, object]:
     """The size of each store now; `at` is the wall clock (seconds since the epoch)."""
+    # imported here: app.py imports this module before native_memory caps the arenas, which must precede torch
     from app.fidelity_cache import FIDELITY
     from app.grids import GRIDS
     from app.session import SESSIONS

@@ -90,10 +90,8 @@ def _trace_of(result: Any) -> dict:
     return trace
 
 
-def _tokens_check(trace: dict | None, asked: pools.Settings, models: tuple[str, str] | None, replay: bool,
+def _tokens_check(trace: dict, asked: pools.Settings, models: tuple[str, str] | None, replay: bool,
                   stopped: bool = False) -> dict:
-    if trace is None:
-        raise EventError("no trace file in the answer")
     return {"kind": "tokens", "asked": asked, "models": models, "replay": replay, "stopped": stopped,
             "trace": {key: trace[key] for key in ("prompt", "config", "models", "stop_reason")},
             "token_ids": [t["token_id"] for t in trace["tokens"]], "audit": [t.get("audit") for t in trace["tokens"]]}
@@ -141,6 +139,8 @@ def link(v: Visitor) -> Answer:
         files = [f for out in outputs if isinstance(out, list) for f in out if isinstance(f, dict) and "url" in f]
         trace_file = next((f for f in files if str(f.get("orig_name") or f.get("path")).endswith(".json")), None)
         trace = pools.json_or_none(page.file_text(trace_file)) if trace_file else None
+    if trace is None:
+        raise EventError(f"no trace file in the link's answer (status: {str(status)[:160]!r})")
     answer.latency_s = time.perf_counter() - began
     answer.check = _tokens_check(trace, settings, v.models, replay=True)
     return answer
