@@ -154,6 +154,9 @@ class Sessions:
                     extra = {"progress": progress} if progress is not None else {}
                     if quant:
                         extra["drafter_quant"] = quant
+                    shared = self._loaded_verifier(verifier)
+                    if shared is not None:  # another drafter setting of this pair: one verifier copy for both
+                        extra["loaded_verifier"] = shared
                     bundle = self._loader(verifier, drafter or None, **extra)
         finally:
             with self._lock:
@@ -168,6 +171,11 @@ class Sessions:
             visitor = self._visitor(session)
             visitor.choice, visitor.quant = (verifier, drafter), quant
         return bundle
+
+    def _loaded_verifier(self, verifier: str) -> object | None:
+        """The verifier model of a kept pair named `verifier` (the soak loaded the pair's 1.5B twice, 18 GB)."""
+        with self._lock:
+            return next((b.verifier for (name, _, _), b in self._extra.items() if name == verifier), None)
 
     def tokenizer_for(self, verifier_name: str) -> object:
         """The tokenizer of a loaded verifier by name (the embedded one when that model is gone)."""

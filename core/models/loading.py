@@ -207,13 +207,17 @@ def quantise_drafter(loaded: LoadedModel, spec: str | None) -> LoadedModel:
 
 def load_bundle(verifier: str = EMBEDDED_ID, drafter: str | None = None, device: str | None = None,
                 dtype: str | None = None, policy: ModelPolicy | None = None,
-                progress: Progress | None = None, drafter_quant: str | None = None) -> ModelBundle:
+                progress: Progress | None = None, drafter_quant: str | None = None,
+                loaded_verifier: LoadedModel | None = None) -> ModelBundle:
     """Load the verifier (and an optional separate drafter) once; every run reuses the bundle.
 
     The drafter loads in the verifier's precision (dtype=None resolves once, by the verifier's name), then takes
     `drafter_quant` ("none", "int8", "int4", "int4+vocab", ...; None: the pair preset's recommended setting,
     `default_drafter_quant`). Its kernels are checked before anything loads; a drafter whose tokenizer differs
-    is refused before it is quantised. `progress(stage, done, total)` hears every install and load step."""
+    is refused before it is quantised. `progress(stage, done, total)` hears every install and load step.
+    `loaded_verifier`, the same verifier already in memory (another drafter setting of the pair), is shared
+    instead of loaded again where its name, device and dtype match: the verifier defines the output and is
+    never quantised, and a second 1.5B copy is 3.6 GB."""
     dev, torch_dtype = pick_device(device, dtype, verifier.strip() if isinstance(verifier, str) else EMBEDDED_ID)
     chosen = str(torch_dtype).replace("torch.", "")
     if drafter_quant is not None and not drafter and DrafterQuant.parse(drafter_quant).name != "none":
@@ -221,7 +225,9 @@ def load_bundle(verifier: str = EMBEDDED_ID, drafter: str | None = None, device:
     spec = drafter_quant if drafter_quant is not None else default_drafter_quant(verifier, drafter)
     if drafter:
         check(spec, dev, torch_dtype)  # one line now, before minutes of loading
-    main = load_model(verifier, str(dev), chosen, policy, progress)
+    same = (loaded_verifier is not None and loaded_verifier.name == verifier
+            and loaded_verifier.device.type == dev.type and loaded_verifier.dtype == torch_dtype)
+    main = loaded_verifier if same else load_model(verifier, str(dev), chosen, policy, progress)
     extra = load_model(drafter, str(dev), chosen, policy, progress) if drafter else None
     if extra is not None:
         check_same_tokenizer(main.tokenizer, extra.tokenizer)

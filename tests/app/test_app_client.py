@@ -382,3 +382,23 @@ def test_rerouted_text_keeps_the_old_tail_on_screen_until_replaced() -> None:
     html = tokens_html(new, pending=old)
     assert 'data-tokens="2"' in html and 'data-pending="2"' in html and " c d" in html
     assert 'data-pending="0"' in tokens_html(_trace([" a", " x"], stop="eos"), pending=old)  # finished: no tail
+
+
+def test_two_drafter_settings_of_one_pair_hold_one_verifier() -> None:
+    from types import SimpleNamespace
+
+    from app.session import Sessions
+
+    calls = []
+
+    def loader(verifier: str = "embedded", drafter: str | None = None, **options: object) -> object:
+        calls.append(options.get("loaded_verifier"))
+        shared = options.get("loaded_verifier")
+        return SimpleNamespace(verifier=shared or SimpleNamespace(name=verifier), drafter=SimpleNamespace(name=drafter))
+
+    sessions = Sessions(loader)
+    first = sessions.choose("a", "org/verifier", "org/drafter", drafter_quant="none")
+    second = sessions.choose("b", "org/verifier", "org/drafter", drafter_quant="int8")
+    other = sessions.choose("c", "org/other", "org/drafter", drafter_quant="none")
+    assert first is not second and second.verifier is first.verifier  # one copy of the verifier, two bundles
+    assert calls == [None, first.verifier, None] and other.verifier is not first.verifier

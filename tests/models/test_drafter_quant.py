@@ -211,3 +211,23 @@ def test_the_pairs_recommended_setting_is_exact_in_greedy(verifier, plain, spec)
     assert spec == "none" or any(t.reason == "audit-refused" for t in trace.tokens)
     exact = generate(bundle, PROMPT, recommended.with_(max_new_tokens=40, chat_template=False), replay=False)
     assert exact.token_ids == plain
+
+
+def test_a_second_drafter_setting_of_a_pair_shares_the_verifier_already_loaded(tmp_path, monkeypatch):
+    """The one-hour soak held the pair's 1.5B twice (its bf16-drafter and int4-drafter settings: 18 GB resident):
+    the verifier is never quantised, so a second setting reuses it; a verifier of another name or dtype loads."""
+    verifier, drafter = save_tiny_pair(tmp_path)
+    first = load_bundle(str(verifier), str(drafter), dtype="float32", drafter_quant="none")
+    loads = []
+    real_load = load_bundle.__globals__["load_model"]
+    monkeypatch.setattr("core.models.loading.load_model", lambda name, *a, **k: loads.append(name) or real_load(
+        name, *a, **k))
+    second = load_bundle(str(verifier), str(drafter), dtype="float32", drafter_quant="int8",
+                         loaded_verifier=first.verifier)
+    assert second.verifier is first.verifier and loads == [str(drafter)]
+    assert second.drafter.quant == "int8" and first.drafter.quant == "none" and second.memo is not first.memo
+    config = DecodeConfig(mode="sd", drafter="model", gamma=4, max_new_tokens=16, chat_template=False)
+    assert generate(first, PROMPT, config).token_ids == generate(second, PROMPT, config).token_ids  # exact SD
+    load_bundle(str(drafter), str(drafter), dtype="float32", drafter_quant="none", loaded_verifier=first.verifier)
+    load_bundle(str(verifier), str(drafter), dtype="bfloat16", drafter_quant="none", loaded_verifier=first.verifier)
+    assert loads == [str(drafter), str(drafter), str(drafter), str(verifier), str(drafter)]
