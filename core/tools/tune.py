@@ -112,6 +112,10 @@ def tune(bundle: ModelBundle, prompts: list[str], target: Target, configs: list[
         if on_progress is not None:
             on_progress(done + 1, len(configs))
     grid = pd.DataFrame(rows)
+    try:
+        target = target.resolved(grid)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     grid["meets_target"] = [target.met(r) for _, r in grid.iterrows()]
     feasible = grid[grid["meets_target"]]
     if feasible.empty:  # only when stopped before classic SD ran, or under sampling
@@ -179,6 +183,8 @@ def main(argv: list[str] | None = None) -> dict:
     goal = parser.add_mutually_exclusive_group()
     goal.add_argument("--max-words-differing", type=float, help="ceiling on the share of words differing")
     goal.add_argument("--min-agreement", type=float, help="floor on token agreement with the full model")
+    goal.add_argument("--max-words-over-sd", type=float, help="ceiling on words differing above classic SD's own "
+                      "in the same grid (0.01: one point more than classic SD; bf16 numerics move words too)")
     parser.add_argument("--family", help="tune over one example family (default: all four)")
     parser.add_argument("--prompts", help="a text file, one prompt per line (odd lines tune, even lines evaluate)")
     parser.add_argument("--count", type=int, default=2, help="tuning (and held-apart) prompts per family or file")
@@ -203,8 +209,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--out", default="artifacts/tune", help="folder for the CSV, JSON and HTML outputs")
     parser.add_argument("--json", action="store_true", help="print one JSON object (and still write --out)")
     args = parser.parse_args(argv)
-    target = (Target("agreement", args.min_agreement) if args.min_agreement is not None
-              else Target("words_differing", 0.01 if args.max_words_differing is None else args.max_words_differing))
+    if args.min_agreement is not None:
+        target = Target("agreement", args.min_agreement)
+    elif args.max_words_over_sd is not None:
+        target = Target("words_differing", args.max_words_over_sd, over_classic_sd=True)
+    else:
+        target = Target("words_differing", 0.01 if args.max_words_differing is None else args.max_words_differing)
     log = (lambda *a: None) if args.json else (lambda *a: print(*a, flush=True))
     start = time.perf_counter()
     tuning, held = load_prompt_set(args.family, args.prompts, args.count, args.pair)
@@ -237,9 +247,10 @@ def main(argv: list[str] | None = None) -> dict:
         print(json.dumps(summary, default=str))
     else:
         rec = result.recommended
-        print(f"\nrecommended for {target.describe()}: tau_accept {rec['tau_accept']}, tau_slim {rec['tau_slim']}, "
-              f"gamma {rec['gamma']}, signal {rec['draft_signal']}, drafter {rec['drafter']} "
-              f"({rec['draft_route']}), slim route {rec['slim_route']}, draft cut below {rec['draft_stop_below']}")
+        print(f"\nrecommended for {result.target.describe()}: tau_accept {rec['tau_accept']}, "
+              f"tau_slim {rec['tau_slim']}, gamma {rec['gamma']}, signal {rec['draft_signal']}, "
+              f"drafter {rec['drafter']} ({rec['draft_route']}), slim route {rec['slim_route']}, "
+              f"draft cut below {rec['draft_stop_below']}")
         print(f"  tuning prompts:      speed-up {rec[SPEED]:.2f}x (modelled), words differing "
               f"{rec['words_differing']:.3f}, agreement {rec['agreement']:.3f}")
         if result.held_apart:

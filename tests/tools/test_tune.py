@@ -30,7 +30,8 @@ def bundle():
     return tiny_bundle(layers=6)
 
 
-@pytest.mark.parametrize("target", [Target("words_differing", 0.05), Target("agreement", 0.9)])
+@pytest.mark.parametrize("target", [Target("words_differing", 0.05), Target("agreement", 0.9),
+                                    Target("words_differing", 0.05, over_classic_sd=True)])
 def test_recommendation_meets_its_target_on_the_tuning_prompts(bundle, target, tmp_path):
     base = DecodeConfig(max_new_tokens=12, draft_route="skip-middle-50", slim_route="skip-middle-25")
     configs = grid_configs(base, [0.0, 0.3, 0.6], [2, 4], ["prob"], ["skip-middle-25"])
@@ -78,3 +79,17 @@ def test_given_slim_taus_each_pairs_with_every_tau_accept_and_tier_two_off_stays
     assert {(c.tau_accept, c.tau_slim) for c in alone} == {(0.8, 1.0), (0.9, 1.0), (1.0, 1.0)}
     given = grid_configs(DecodeConfig(), [0.9], [4], ["prob"], ["auto-slim"], slim_taus=[0.6])
     assert {(c.tau_accept, c.tau_slim) for c in given} == {(0.9, 0.6), (0.9, 1.0), (1.0, 0.6), (1.0, 1.0)}
+
+
+def test_a_target_relative_to_classic_sd_reads_classic_sds_words_from_the_grid():
+    """bf16 moves words for every k-token method (classic SD 5 % here): "+1 point" keeps classic SD and what is
+    within a point of it; an absolute 1 % would keep nothing."""
+    grid = pd.DataFrame({"tau_accept": [1.0, 1.0, 0.8, 0.8, 0.7], "tau_slim": [1.0, 1.0, 1.0, 0.6, 1.0],
+                         "gamma": [4, 6, 6, 6, 6], "words_differing": [0.06, 0.05, 0.059, 0.061, 0.2]})
+    target = Target("words_differing", 0.01, over_classic_sd=True).resolved(grid)
+    assert target.classic_sd == pytest.approx(0.05) and target.ceiling == pytest.approx(0.06)
+    assert [target.met(r) for _, r in grid.iterrows()] == [True, True, True, False, False]
+    assert "classic SD's 0.050 + 0.01" in target.describe()
+    assert not any(Target("words_differing", 0.01).met(r) for _, r in grid.iterrows())
+    with pytest.raises(ValueError, match="needs classic SD"):
+        Target("words_differing", 0.01, over_classic_sd=True).resolved(grid[grid.tau_accept < 1.0])
