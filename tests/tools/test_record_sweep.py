@@ -2,7 +2,8 @@
 
 On tiny random models (fp32) a recorded point equals a fresh re-route at its thresholds: a fresh bundle runs
 the live point, then goes straight to that point (every decision equal, confidences within 1e-5). The shipped
-sweeps are checked the same way on the embedded SmolLM2 always (with their words differing measured afresh),
+sweeps are checked the same way on the embedded SmolLM2 always (with their words differing measured afresh;
+confidences within 1e-4, since another CPU's fp32 kernels differ in the fifth decimal),
 and on the Qwen2.5-Coder pair under VIASD_REAL_PAIR=1 (in bf16, to the last bit, replaying the recorded order,
 since a half-precision memo row depends on the batch that first computed it).
 """
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from core import DecodeConfig, attach_fidelity, generate, load_bundle
+from core.analysis.fidelity import reference_continuation
 from core.analysis.metrics import summarize
 from core.sweeps.codec import decisions, same_run
 from core.sweeps.grid import Grid, Point, default_grid, in_order
@@ -31,6 +33,10 @@ PROMPT = "the cat sat on the mat. the cat sat"
 SWEEPS = Path(__file__).resolve().parents[2] / "examples" / "sweeps"
 FP32 = 1e-5
 """fp32 confidences of a memo row computed in another batch shape differ in their last bits (about 1e-6)."""
+OTHER_MACHINE = 1e-4
+"""A shipped sweep was recorded on another CPU, whose fp32 kernels differ: the sweeps made on an AMD EPYC, re-routed
+on an AVX-512 Intel Xeon limited to AVX2 (ATEN_CPU_CAPABILITY=avx2, ONEDNN_MAX_CPU_ISA=AVX2), took every decision
+alike with SmolLM2's confidences up to 1.3e-5 apart (CI failed on 1e-5). Decisions stay exact."""
 
 
 def _bundle():
@@ -128,13 +134,15 @@ def _shipped(prefix: str) -> list[Path]:
 def test_a_shipped_smollm2_point_equals_a_fresh_re_route(path: Path) -> None:
     sweep = from_file(path)
     bundle = load_bundle()
-    generate(bundle, sweep.prompt, sweep.config, replay=False)
+    live = generate(bundle, sweep.prompt, sweep.config, replay=False)
+    reference = reference_continuation(bundle, live, use_memo=False)  # one prompt, one plain run for every point
     for key in (sweep.order[1], sweep.order[len(sweep.order) // 2], sweep.order[-1]):
         a, s, g = key.split("|")
         fresh = generate(bundle, sweep.prompt, Point(float(a), float(s), int(g)).apply(sweep.config))
-        assert same_run(fresh, sweep.traces[key], tolerance=FP32), key
+        assert same_run(fresh, sweep.traces[key], tolerance=OTHER_MACHINE), key
         recorded = sweep.traces[key].fidelity  # the card's words differing, measured afresh
-        measured = attach_fidelity(bundle, fresh, use_memo=False, expectations=expectations_for(sweep.prompt))
+        measured = attach_fidelity(bundle, fresh, reference, use_memo=False,
+                                   expectations=expectations_for(sweep.prompt))
         assert (measured.words_differing, measured.identical, measured.common_prefix) == (
             recorded.words_differing, recorded.identical, recorded.common_prefix), key
         assert summarize(fresh)["modelled_speedup"] == pytest.approx(summarize(sweep.traces[key])["modelled_speedup"])
