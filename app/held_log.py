@@ -1,7 +1,7 @@
 """What the app holds in its bounded stores, as one log line a minute (with VIASD_HELD_LOG=1; the soak sets it).
 
 Resident memory alone cannot tell a bounded store filling up from a leak: the one-hour soak saw +10 % and could
-not say which. Each line names every store that grows with use (each bundle's prediction memo, the live grids
+not say which. Each line names every store that grows with use (the prediction memo all bundles share, the live grids
 and their points, the fidelity answers, the sessions and the page feed) and its size now; `app.tools.soak` reads
 the lines back into its per-minute table and chart.
 """
@@ -26,7 +26,8 @@ def held() -> dict[str, object]:
     from app.views.page_grid import FEED
 
     grids, points = GRIDS.live_points()
-    memo = {name: round(bundle.memo.bytes / 2**20, 1) for name, bundle in SESSIONS.bundles().items()}
+    memos = {id(bundle.memo): bundle.memo for bundle in SESSIONS.bundles().values()}  # the app shares one
+    memo = {f"memo {n}": round(m.bytes / 2**20, 1) for n, m in enumerate(memos.values(), 1)}
     return {"at": round(time.time(), 1), "memo_mb": memo, "live_grids": grids, "live_points": points,
             "fidelity": len(FIDELITY), "sessions": SESSIONS.visitor_count(), "page_feed": len(FEED)}
 

@@ -1,12 +1,14 @@
 """Process-wide state of the app in one object with one lock: model bundles, choices, stop flags.
 
-The embedded bundle is loaded once per process (its prediction memo is what makes threshold
-dragging live) and shared by every visitor. A visitor may load another verifier / drafter pair
-(the offline Qwen2.5-Coder pair, say); one copy of each pair serves every visitor who picks it,
-and at most `MAX_EXTRA_BUNDLES` such pairs stay in memory. A visitor whose pair was dropped to make
-room is told so (`ModelsEvictedError`) rather than silently moved back to the embedded model. Stop
-works in two ways: Gradio's `cancels=` ends streaming generators, and the per-session flag here is
-polled by core loops between rounds.
+The embedded bundle is loaded once per process and shared by every visitor. Every bundle here
+shares one prediction memo (what makes threshold dragging live), so `VIASD_MEMO_BYTES` bounds the
+process, not each model: the one-hour soak held three 512 MiB memos still filling at minute 60.
+A visitor may load another verifier / drafter pair (the offline Qwen2.5-Coder pair, say); one
+copy of each pair serves every visitor who picks it, and at most `MAX_EXTRA_BUNDLES` such pairs
+stay in memory. A visitor whose pair was dropped to make room is told so (`ModelsEvictedError`)
+rather than silently moved back to the embedded model. Stop works in two ways: Gradio's
+`cancels=` ends streaming generators, and the per-session flag here is polled by core loops
+between rounds.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dataclasses import dataclass, field
 from core import EMBEDDED_ID, ModelBundle, ViaSdError, load_bundle
 from core.limits import MAX_EXTRA_BUNDLES, MAX_SESSIONS
 from core.models.loading import drafter_setting
+from core.models.memo import PredictionMemo
 
 IDLE_FORGET_S = 6 * 3600.0
 """A browser session untouched this long is forgotten (its stop flag and model choice); so is the least recently
@@ -59,6 +62,12 @@ class Sessions:
         self._extra: OrderedDict[tuple[str, str, str | None], ModelBundle] = OrderedDict()
         self._visitors: OrderedDict[str, _Visitor] = OrderedDict()
         self._loading: dict[tuple[str, str, str | None], _Loading] = {}  # only pairs being loaded (a failure: none)
+        self.memo = PredictionMemo()  # keys name the model object (core.models.memo.memo_key): safe to share
+
+    def _adopt(self, bundle: ModelBundle) -> ModelBundle:
+        """Give a freshly loaded bundle the process's one memo (its own, still empty, is dropped)."""
+        bundle.memo = self.memo
+        return bundle
 
     # -- visitors ---------------------------------------------------------------------------
     def _visitor(self, session: str) -> _Visitor:
@@ -109,7 +118,7 @@ class Sessions:
         if self._default is None:
             with self._default_load:
                 if self._default is None:
-                    self._default = self._loader()
+                    self._default = self._adopt(self._loader())
         return self._default
 
     def is_loaded(self) -> bool:
@@ -157,7 +166,7 @@ class Sessions:
                     shared = self._loaded_verifier(verifier)
                     if shared is not None:  # another drafter setting of this pair: one verifier copy for both
                         extra["loaded_verifier"] = shared
-                    bundle = self._loader(verifier, drafter or None, **extra)
+                    bundle = self._adopt(self._loader(verifier, drafter or None, **extra))
         finally:
             with self._lock:
                 loading.callers -= 1

@@ -82,7 +82,8 @@ class Limits:
     max_gamma: int = 16
     """Longest draft per round."""
     memo_bytes: int = 512 * 2**20
-    """Memory budget of the per-prefix prediction memo that makes threshold dragging live."""
+    """Memory budget of the per-prefix prediction memo that makes threshold dragging live (the app's one memo,
+    shared by every model it holds)."""
     run_time_budget_s: float = 180.0
     """Wall-clock budget of one run in the app; past it the run stops and its partial trace is shown."""
     max_model_params: int = 2 * 10**9

@@ -68,7 +68,7 @@ class Scorer:
         self.memo = memo
         param = next(model.parameters())
         self.device = param.device
-        self.memo_key = memo_key(model_name, param.dtype, route)
+        self.memo_key = memo_key(model_name, model, route)
         self._cache = full_history_cache(model.config)
         self._cache_tokens: list[int] = []
         self._logical_tokens: list[int] = []

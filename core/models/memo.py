@@ -10,19 +10,36 @@ exactly as a real run would. Bounded by bytes, least recently used out first; sh
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import threading
+import weakref
 from collections import OrderedDict
 
 import torch
 
 from core.limits import MEMO_BYTES
 
+_TAGS: weakref.WeakKeyDictionary[torch.nn.Module, int] = weakref.WeakKeyDictionary()
+_NEXT_TAG = itertools.count(1)
+_TAGS_LOCK = threading.Lock()
 
-def memo_key(model_name: str, dtype: object, route: object) -> str:
+
+def weights_tag(model: torch.nn.Module) -> int:
+    """A number that is this model object's for life (a copy gets its own): two loads of one name are two tags,
+    so one memo may serve many bundles (the app keeps one for the whole process) and never hands one model's
+    rows to another."""
+    with _TAGS_LOCK:
+        if model not in _TAGS:
+            _TAGS[model] = next(_NEXT_TAG)
+        return _TAGS[model]
+
+
+def memo_key(model_name: str, model: torch.nn.Module, route: object) -> str:
     """The one spelling of "this model, at this precision, under this route": predictions are shared
     exactly between scorers with the same key. Every field of the route but its display name counts."""
     fields = tuple(getattr(route, f.name) for f in dataclasses.fields(route) if f.name != "name")
-    return f"{model_name}|{dtype}|{fields}"
+    dtype = next(model.parameters()).dtype
+    return f"{model_name}#{weights_tag(model)}|{dtype}|{fields}"
 
 
 class PredictionMemo:

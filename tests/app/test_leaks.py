@@ -16,10 +16,12 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import torch
 
 from app import exports, native_memory, session
 from app.session import Sessions
 from core.config import DecodeConfig
+from core.models.loading import ModelBundle
 from core.trace import TokenRecord, Trace
 
 
@@ -97,6 +99,32 @@ def test_gradio_keeps_as_many_sessions_as_the_app_and_deletes_old_downloads() ->
     assert ui.launch_kwargs()["state_session_capacity"] == session.MAX_SESSIONS
     demo = ui.build_demo()
     assert demo.delete_cache == ui.DELETE_CACHE
+
+
+def test_every_bundle_shares_one_memo_and_no_model_reads_another_s_rows() -> None:
+    """The soak held a 512 MiB memo per bundle, three still filling at minute 60: one budget for the process now.
+    Two loads under one name are two models (here different weights): sharing must not mix their predictions."""
+    from core import DecodeConfig, generate
+    from tests.tiny import tiny_bundle
+
+    def other() -> ModelBundle:
+        bundle = tiny_bundle("llama", 4, avoid_eos=True)
+        with torch.no_grad():
+            bundle.verifier.model.get_input_embeddings().weight.mul_(-1.0)  # same name, other predictions
+        return bundle
+
+    bundles = [tiny_bundle("llama", 4, avoid_eos=True), other()]
+    sessions = Sessions(lambda *args, **kwargs: bundles.pop(0) if bundles else pytest.fail("loaded twice"))
+    config = DecodeConfig(max_new_tokens=16, chat_template=False)
+    embedded, pair = sessions.default_bundle(), sessions.choose("a", "org/pair", "")
+    assert embedded.memo is pair.memo is sessions.memo
+    assert embedded.verifier.name == pair.verifier.name
+    ran = [generate(bundle, "the cat sat", config, replay=True).token_ids for bundle in (embedded, pair, embedded)]
+    alone = [generate(make(), "the cat sat", config).token_ids for make in (lambda: tiny_bundle("llama", 4,
+                                                                                                avoid_eos=True), other)]
+    assert ran[0] == ran[2] == alone[0], "the first model's run, replayed from the shared memo, is its own"
+    assert ran[1] == alone[1] != alone[0], "the second model computed its own rows, not the first's"
+    assert len({key.split("|")[0] for key, _ in sessions.memo._entries}) == 2  # "tiny-llama#<tag>", one per model
 
 
 def _resident_mb() -> float:

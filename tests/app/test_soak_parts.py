@@ -228,3 +228,32 @@ def test_near_tie_reads_the_full_models_logits_at_the_parting_token() -> None:
     gap = float(logits[first] - logits[second])
     said = near_tie(bundle, "abc", config, got, [*got[:3], second], 3)
     assert (said != "") == (gap <= 4 * 2**-8 * float(logits[[first, second]].abs().max())), (gap, said)
+
+
+def test_a_stopped_bf16_replay_may_part_only_at_a_near_tie_as_a_finished_one_may(
+        checker: Checker, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one-hour rerun's one wrong answer: a pair visitor's stopped run parted from a fresh run inside its first
+    39 tokens, and the stopped path, unlike a finished run's, had no near-tie rule. It has now, the same rule, and
+    an fp32 run or a parting the rule does not explain stays wrong."""
+    import torch
+
+    from app.tools import soak_check
+
+    settings = Settings(prompt="the cat sat", mode="via", drafter="self", gamma=3, max_new_tokens=12,
+                        tau_accept=0.5, tau_slim=0.3, copy_evidence="verifier", **ROUTES)
+    right = answer_for(checker, settings)
+    ids, audit = right.check["token_ids"], right.check["audit"]
+    stopped = {**right.check["trace"], "stop_reason": "cancelled"}
+    parted = ids[:2] + [(ids[2] + 1) % 40] + ids[3:6]
+
+    def wrong() -> str:
+        return checker.check(answer_for(checker, settings, stopped=True, trace=stopped, token_ids=parted,
+                                        audit=audit[:6]))
+
+    asked_at: list[int] = []
+    monkeypatch.setattr(soak_check, "near_tie", lambda *a: asked_at.append(a[-1]) or "a bf16 near-tie (test)")
+    assert "stopped run" in wrong() and asked_at == []  # fp32: no tie is ever allowed
+    monkeypatch.setattr(checker.bundle(("tiny-llama", "")).verifier, "dtype", torch.bfloat16)
+    assert wrong() == "" and asked_at == [2] and "stopped run" in checker.ties[-1]
+    monkeypatch.setattr(soak_check, "near_tie", lambda *a: "")
+    assert "stopped run" in wrong()
