@@ -33,6 +33,7 @@ from app.views.render import (
     trusted_kind,
 )
 from core.analysis.metrics import summarize
+from core.limits import MAX_SESSIONS
 from core.round_policy import OFF
 from core.trace import TokenRecord, Trace
 
@@ -221,7 +222,7 @@ def page_json(grid: RunGrid | None, since: Cursor | None = None) -> tuple[str, C
 class PageFeed:
     """What each browser session holds of which grid, so the timer sends only what is new."""
 
-    MAX_SESSIONS = 2048
+    MAX_SESSIONS = MAX_SESSIONS  # the sessions the app and Gradio keep: a forgotten one's page starts afresh
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

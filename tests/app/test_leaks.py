@@ -97,6 +97,9 @@ def test_gradio_keeps_as_many_sessions_as_the_app_and_deletes_old_downloads() ->
     from app import ui
 
     assert ui.launch_kwargs()["state_session_capacity"] == session.MAX_SESSIONS
+    from app.views.page_grid import PageFeed
+
+    assert PageFeed.MAX_SESSIONS == session.MAX_SESSIONS  # it kept 2048 sessions' page holdings
     demo = ui.build_demo()
     assert demo.delete_cache == ui.DELETE_CACHE
 
