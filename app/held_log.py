@@ -26,8 +26,7 @@ def held() -> dict[str, object]:
     from app.views.page_grid import FEED
 
     grids, points = GRIDS.live_points()
-    memos = {id(bundle.memo): bundle.memo for bundle in SESSIONS.bundles().values()}  # the app shares one
-    memo = {f"memo {n}": round(m.bytes / 2**20, 1) for n, m in enumerate(memos.values(), 1)}
+    memo = {"all models": round(SESSIONS.memo.bytes / 2**20, 1)}  # one memo serves every bundle (app.session)
     return {"at": round(time.time(), 1), "memo_mb": memo, "live_grids": grids, "live_points": points,
             "fidelity": len(FIDELITY), "sessions": SESSIONS.visitor_count(), "page_feed": len(FEED)}
 

@@ -103,22 +103,21 @@ class Checker:
             return f"the answer came from {trace['models']['verifier']}, not {verifier}"
         expected = self.fresh(models, asked.prompt, config).token_ids
         got = spec["token_ids"]
-        if spec["stopped"] and trace["stop_reason"] == "cancelled":
+        stopped = spec["stopped"] and trace["stop_reason"] == "cancelled"
+        if stopped:  # only the tokens it had settled before the Stop are compared
             settled = next((i for i, state in enumerate(spec["audit"]) if state == "trusted"), len(got))
             got, expected = got[:settled], expected[:settled]
-            what = f"the stopped run's first {settled} tokens are not the fresh run's"
-        else:
-            what = ""
         if got == expected:
             return ""
         first = next((i for i, (a, b) in enumerate(zip(got, expected, strict=False)) if a != b),
                      min(len(got), len(expected)))
-        differ = what or f"tokens differ from a fresh run from token {first} ({len(got)} vs {len(expected)} tokens)"
+        differ = (f"the stopped run's first {settled} tokens are not the fresh run's (from token {first})" if stopped
+                  else f"tokens differ from a fresh run from token {first} ({len(got)} vs {len(expected)} tokens)")
         bundle = self.bundle(models)
         if spec["replay"] and bundle.verifier.dtype != torch.float32 and first < min(len(got), len(expected)):
             tie = near_tie(bundle, asked.prompt, config, spec["token_ids"], expected, first)
             if tie:  # a stopped bf16 replay parts at a near-tie just as a finished one does
-                self.ties.append(f"{answer_name(spec)}: {differ} (from token {first}), {tie}")
+                self.ties.append(f"{answer_name(spec)}: {differ}, {tie}")
                 return ""
         return differ
 

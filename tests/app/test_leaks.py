@@ -110,21 +110,23 @@ def test_every_bundle_shares_one_memo_and_no_model_reads_another_s_rows() -> Non
     from core import DecodeConfig, generate
     from tests.tiny import tiny_bundle
 
+    def one() -> ModelBundle:
+        return tiny_bundle("llama", 4, avoid_eos=True)
+
     def other() -> ModelBundle:
-        bundle = tiny_bundle("llama", 4, avoid_eos=True)
+        bundle = one()
         with torch.no_grad():
             bundle.verifier.model.get_input_embeddings().weight.mul_(-1.0)  # same name, other predictions
         return bundle
 
-    bundles = [tiny_bundle("llama", 4, avoid_eos=True), other()]
+    bundles = [one(), other()]
     sessions = Sessions(lambda *args, **kwargs: bundles.pop(0) if bundles else pytest.fail("loaded twice"))
     config = DecodeConfig(max_new_tokens=16, chat_template=False)
     embedded, pair = sessions.default_bundle(), sessions.choose("a", "org/pair", "")
     assert embedded.memo is pair.memo is sessions.memo
     assert embedded.verifier.name == pair.verifier.name
     ran = [generate(bundle, "the cat sat", config, replay=True).token_ids for bundle in (embedded, pair, embedded)]
-    alone = [generate(make(), "the cat sat", config).token_ids for make in (lambda: tiny_bundle("llama", 4,
-                                                                                                avoid_eos=True), other)]
+    alone = [generate(make(), "the cat sat", config).token_ids for make in (one, other)]
     assert ran[0] == ran[2] == alone[0], "the first model's run, replayed from the shared memo, is its own"
     assert ran[1] == alone[1] != alone[0], "the second model computed its own rows, not the first's"
     assert len({key.split("|")[0] for key, _ in sessions.memo._entries}) == 2  # "tiny-llama#<tag>", one per model
