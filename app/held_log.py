@@ -2,16 +2,18 @@
 
 Resident memory alone cannot tell a bounded store filling up from a leak: the one-hour soak saw +10 % and could
 not say which. Each line names every store that grows with use (the prediction memo all bundles share, the live grids
-and their points, the fidelity answers, the sessions and the page feed) and its size now; `app.tools.soak` reads
-the lines back into its per-minute table and chart.
+and their points, the fidelity answers, the sessions and the page feed) and its size now, and the live threads by
+kind; `app.tools.soak` reads the lines back into its per-minute table and chart.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
+from collections import Counter
 
 PREFIX = "[held] "
 EVERY_S = 60.0
@@ -28,7 +30,14 @@ def held() -> dict[str, object]:
     grids, points = GRIDS.live_points()
     memo = {"all models": round(SESSIONS.memo.bytes / 2**20, 1)}  # one memo serves every bundle (app.session)
     return {"at": round(time.time(), 1), "memo_mb": memo, "live_grids": grids, "live_points": points,
-            "fidelity": len(FIDELITY), "sessions": SESSIONS.visitor_count(), "page_feed": len(FEED)}
+            "fidelity": len(FIDELITY), "sessions": SESSIONS.visitor_count(), "page_feed": len(FEED),
+            "threads": thread_census()}
+
+
+def thread_census() -> dict[str, int]:
+    """Live threads by name, numbers folded ("AnyIO worker thread": 6, "Thread-N (process_request)": 1): the
+    soak counts threads from /proc and can then say which kind came and went."""
+    return dict(Counter(re.sub(r"\d+", "N", thread.name) for thread in threading.enumerate()))
 
 
 def line() -> str:

@@ -22,7 +22,7 @@ from app.tabs.tradeoff_lesson import CSS as LESSON_CSS
 from app.tabs.tradeoff_lesson import TradeoffLesson
 from app.views import render
 from app.views.style import CSS
-from core.limits import MAX_SESSIONS
+from core.limits import MAX_SESSIONS, WORKER_THREADS
 
 THEME = gr.themes.Default(text_size="lg", primary_hue="blue").set(
     # one shade darker than the default so white button text passes WCAG AA (4.5:1) in light mode
@@ -67,6 +67,8 @@ def build_demo() -> gr.Blocks:
 def launch_kwargs() -> dict[str, Any]:
     """Theme and CSS go to launch() in Gradio 6; tests that launch the demo themselves use this too. Gradio keeps
     every session's last outputs (figures included) until `state_session_capacity` sessions: 10,000 by default,
-    gigabytes on a public demo; the app keeps as many as it keeps visitors (`VIASD_MAX_SESSIONS`)."""
+    gigabytes on a public demo; the app keeps as many as it keeps visitors (`VIASD_MAX_SESSIONS`). Its worker
+    threads are capped too (`VIASD_WORKER_THREADS`): the pool no longer grows with the crowd."""
     return {"theme": THEME, "css": CSS + CLASSROOM_CSS + LESSON_CSS + render.TOKEN_CSS, "head": HEAD,
-            "footer_links": ["api", "gradio", "settings"], "state_session_capacity": MAX_SESSIONS}
+            "footer_links": ["api", "gradio", "settings"], "state_session_capacity": MAX_SESSIONS,
+            "max_threads": WORKER_THREADS}

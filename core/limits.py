@@ -96,6 +96,9 @@ class Limits:
     """Visitor-chosen model pairs kept in memory besides the embedded one (least recently chosen dropped)."""
     max_sessions: int = 200
     """Browser sessions whose state the app and Gradio keep (least recently seen forgotten first)."""
+    worker_threads: int = 8
+    """Events the app works on at once (Gradio's `max_threads`; its default, 40, let the worker pool grow and
+    shrink with the crowd). Model events take turns anyway (one at a time), so 8 leaves 7 for the light ones."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, gpu: bool | None = None) -> Limits:
@@ -131,6 +134,7 @@ SPECS: dict[str, Spec] = {
     "allowed_models": Spec("VIASD_ALLOWED_MODELS", "ids", help="comma-separated Hub ids; empty: any within size"),
     "max_extra_bundles": Spec("VIASD_MAX_EXTRA_BUNDLES", "int", 0, 64, "visitor model pairs kept in memory"),
     "max_sessions": Spec("VIASD_MAX_SESSIONS", "int", 1, 1_000_000, "browser sessions whose state is kept"),
+    "worker_threads": Spec("VIASD_WORKER_THREADS", "int", 2, 1000, "events worked on at once (worker threads)"),
 }
 
 LIMITS = Limits.from_env()
@@ -144,3 +148,4 @@ MEMO_BYTES = LIMITS.memo_bytes
 RUN_TIME_BUDGET_S = LIMITS.run_time_budget_s
 MAX_EXTRA_BUNDLES = LIMITS.max_extra_bundles
 MAX_SESSIONS = LIMITS.max_sessions
+WORKER_THREADS = LIMITS.worker_threads

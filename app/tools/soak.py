@@ -51,14 +51,16 @@ THINK_S = (0.5, 3.0)
 
 
 def process_sample(pid: int, at_s: float) -> Sample | None:
-    """The app's resident MB, threads and open handles from /proc (None once the process is gone)."""
+    """The app's resident MB (and its mapped-file share), threads and open handles from /proc (None once the
+    process is gone)."""
     try:
         status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
                       if ":" in line)
         handles = len(os.listdir(f"/proc/{pid}/fd"))
     except (OSError, ValueError):
         return None
-    return Sample(at_s, int(status["VmRSS"].split()[0]) / 1024, int(status["Threads"]), handles)
+    mb = {key: int(status[key].split()[0]) / 1024 for key in ("VmRSS", "RssFile")}
+    return Sample(at_s, mb["VmRSS"], int(status["Threads"]), handles, mb["RssFile"])
 
 
 class Soak:

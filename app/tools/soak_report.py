@@ -31,12 +31,14 @@ RSS_BAND = 0.05
 
 @dataclass(frozen=True)
 class Sample:
-    """The app process at one moment: seconds since the soak began, MB resident, threads, open handles."""
+    """The app process at one moment: seconds since the soak began, MB resident, threads, open handles; `file_mb`
+    is the part of `rss_mb` that is pages of mapped files (the weights: core.models.resident), not the heap."""
 
     at_s: float
     rss_mb: float
     threads: int
     handles: int
+    file_mb: float = 0.0
 
 
 def _minutes(value: float) -> str:
@@ -80,6 +82,8 @@ class SoakReport:
             last, level = (seen[-1] if seen else None), self.rss_level(minute + 1)
             row = {"minute": minute + 1, "rss_mb": round(level, 1) if level else "",
                    "rss_max_mb": round(max(s.rss_mb for s in self._minute(minute + 1)), 1) if level else "",
+                   "file_mb": round(statistics.median(s.file_mb for s in self._minute(minute + 1)), 1)
+                   if level else "",
                    "threads": last.threads if last else "", "handles": last.handles if last else "",
                    "queue": max((a.queue for a in inside), default=0), "requests": len(inside),
                    "errors": sum(bool(a.error) for a in inside), "wrong": sum(bool(a.wrong) for a in inside),
@@ -173,8 +177,8 @@ class SoakReport:
 
     def minute_table(self) -> str:
         """The per-minute figures in Markdown (every action's p50 / p95 are in the CSV)."""
-        keys = ["minute", "rss_mb", *(["memo_mb"] if self.held else []), "threads", "handles", "queue", "requests",
-                "errors", "wrong"]
+        keys = ["minute", "rss_mb", "file_mb", *(["memo_mb"] if self.held else []), "threads", "handles", "queue",
+                "requests", "errors", "wrong"]
         keys += [f"p{q} {a}" for a in WATCHED for q in (50, 95)]
         lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
         lines += ["| " + " | ".join(str(row.get(k, "")) for k in keys) + " |" for row in self.rows()]
@@ -200,6 +204,8 @@ class SoakReport:
                                subplot_titles=("App process: resident memory (MB)", "p95 latency per minute (s)"))
         figure.add_trace(go.Scatter(x=[s.at_s / 60 for s in self.samples], y=[s.rss_mb for s in self.samples],
                                     name="resident MB", mode="lines"), row=1, col=1)
+        figure.add_trace(go.Scatter(x=[s.at_s / 60 for s in self.samples], y=[s.file_mb for s in self.samples],
+                                    name="of it, mapped files MB", mode="lines"), row=1, col=1)
         if self.held:  # the prediction memos' share of it: a bounded store filling up, not a leak
             figure.add_trace(go.Scatter(x=[h["at_s"] / 60 for h in self.held],
                                         y=[sum(h["memo_mb"].values()) for h in self.held], name="memos MB",

@@ -32,6 +32,7 @@ from core.models.pairs import pair_preset_for
 from core.models.policy import ModelPolicy, ModelSize, hub_reachable, local_folder
 from core.models.precision import DTYPES, resolve_dtype
 from core.models.prompting import stop_token_ids
+from core.models.resident import make_resident, release_file
 from core.models.resources import cache_dir, require_memory
 from core.models.routed_layers import make_routable
 from core.models.wheels import Progress, no_progress
@@ -165,6 +166,7 @@ def load_model(name: str = EMBEDDED_ID, device: str | None = None, dtype: str | 
         raise ModelLoadError(f"'{shown(name)}' is a '{family}' model; layer routing supports "
                              f"{', '.join(SUPPORTED_FAMILIES)}")
     model.to(dev).eval()
+    make_resident(model)  # mapped weights read once now, not a row at a time as tokens come (core.models.resident)
     progress("load", 1, 1)
     return LoadedModel(name=name, model=model, tokenizer=tokenizer, device=dev, dtype=torch_dtype,
                        load_seconds=time.perf_counter() - start)
@@ -201,6 +203,7 @@ def quantise_drafter(loaded: LoadedModel, spec: str | None) -> LoadedModel:
         return loaded
     quantise(loaded.model, quant, stop_token_ids(loaded.model, loaded.tokenizer) |
              set(getattr(loaded.tokenizer, "all_special_ids", ()) or ()))
+    release_file(loaded.model)  # its replaced bf16 layers stay resident while the file is mapped (core.models.resident)
     loaded.quant = quant.name
     return loaded
 

@@ -5,7 +5,9 @@
   for every name ever asked (hostile names included), loaded or not;
 - Gradio kept every session's last outputs (figures included) up to 10,000 sessions, and the files it
   copied for downloads for as long as the process lived;
-- native memory freed by runs on Gradio's worker threads stayed resident (glibc's per-thread arenas).
+- native memory freed by runs on Gradio's worker threads stayed resident (glibc's per-thread arenas);
+- Gradio's worker pool grew and shrank with the crowd (up to 40 threads): the soak saw more threads late than
+  in its warm-up.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import torch
 from app import exports, native_memory, session
 from app.session import Sessions
 from core.config import DecodeConfig
+from core.limits import WORKER_THREADS
 from core.models.loading import ModelBundle
 from core.trace import TokenRecord, Trace
 
@@ -162,3 +165,37 @@ def test_the_app_caps_arenas_and_starts_one_trimmer() -> None:
     assert "native_memory.start_trimmer()" in source
     thread = native_memory.start_trimmer(period_s=3600)
     assert thread.daemon and thread.is_alive()
+
+
+def test_the_apps_worker_threads_cap_how_many_events_run_at_once() -> None:
+    """Ten visitors pressing at once get at most `VIASD_WORKER_THREADS` events worked on together (a tiny app
+    launched with the app's own launch arguments; the cap is lowered to 3 to make it visible)."""
+    import gradio as gr
+    from gradio_client import Client
+
+    from app import ui
+
+    assert ui.launch_kwargs()["max_threads"] == WORKER_THREADS
+    lock, busy, peak = threading.Lock(), [0], [0]
+
+    def slow(x: str) -> str:
+        with lock:
+            busy[0] += 1
+            peak[0] = max(peak[0], busy[0])
+        time.sleep(0.4)
+        with lock:
+            busy[0] -= 1
+        return x
+
+    with gr.Blocks() as demo:
+        box = gr.Textbox()
+        gr.Button().click(slow, box, box, api_name="slow", concurrency_limit=None)
+    demo.queue(default_concurrency_limit=None)
+    demo.launch(prevent_thread_lock=True, quiet=True, **{**ui.launch_kwargs(), "max_threads": 3})
+    try:
+        client = Client(demo.local_url, verbose=False)
+        jobs = [client.submit(str(n), api_name="/slow") for n in range(10)]
+        assert sorted(job.result(timeout=60) for job in jobs) == sorted(str(n) for n in range(10))
+    finally:
+        demo.close()
+    assert peak[0] == 3  # reached, never passed

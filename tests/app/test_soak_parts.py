@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import random
+import threading
 from dataclasses import asdict
 from pathlib import Path
 
@@ -61,7 +62,7 @@ def test_the_csv_has_one_row_per_minute_with_memory_latency_and_counts(tmp_path:
     assert len(rows) == 20 and rows[0]["minute"] == "1"
     assert {"rss_mb", "threads", "handles", "queue", "errors", "wrong", "p95 re-route", "p50 run"} <= set(rows[0])
     assert float(rows[-1]["rss_mb"]) == pytest.approx(2039.0) == float(rows[-1]["rss_max_mb"])
-    assert len(soak.figure().data) == 3  # memory, and the p95 of each action
+    assert len(soak.figure().data) == 4  # memory, its mapped-file share, and the p95 of each action
 
 
 def test_slider_moves_stay_valid_and_few_per_base() -> None:
@@ -182,7 +183,8 @@ def test_the_apps_store_sizes_come_back_from_its_log_into_the_minute_table(tmp_p
     from app import held_log
 
     first = held_log.held()
-    assert {"memo_mb", "live_grids", "live_points", "fidelity", "sessions", "page_feed"} <= set(first)
+    assert {"memo_mb", "live_grids", "live_points", "fidelity", "sessions", "page_feed", "threads"} <= set(first)
+    assert first["threads"].get("MainThread") == 1 and sum(first["threads"].values()) == threading.active_count()
     log = f"some line\n{held_log.line()}\nanother\n"
     parsed = held_log.parse(log)
     assert len(parsed) == 1 and parsed[0]["sessions"] == first["sessions"]
@@ -191,6 +193,21 @@ def test_the_apps_store_sizes_come_back_from_its_log_into_the_minute_table(tmp_p
     rows = soak.rows()
     assert rows[0]["memo_mb"] == "" and rows[1]["memo_mb"] == 120.5
     assert "memo_mb" in soak.minute_table() and "memos MB" in {t.name for t in soak.figure().data}
+
+
+def test_the_minute_table_splits_mapped_file_pages_from_the_rest() -> None:
+    """The weights' file pages (core.models.resident) are read from /proc apart from the heap and shown apart."""
+    import os
+
+    from app.tools.soak import process_sample
+
+    sample = process_sample(os.getpid(), 0.0)
+    assert sample is not None and 0 < sample.file_mb < sample.rss_mb
+    soak = report([1000.0] * 4)
+    soak.samples = [Sample(s.at_s, s.rss_mb, s.threads, s.handles, file_mb=300.0 + i)
+                    for i, s in enumerate(soak.samples)]
+    assert [row["file_mb"] for row in soak.rows()] == [301.5, 303.0]  # medians of the samples at 30, 60 | 90 s
+    assert "file_mb" in soak.minute_table()
 
 
 def test_a_bf16_replay_may_part_from_a_fresh_run_only_at_a_measured_near_tie() -> None:

@@ -32,13 +32,14 @@ def test_every_limit_is_overridable_by_its_variable() -> None:
     env = {"VIASD_MAX_NEW_TOKENS": "64", "VIASD_MAX_PROMPT_TOKENS": "100", "VIASD_MAX_PROMPT_CHARS": "1_000",
            "VIASD_MAX_GAMMA": "8", "VIASD_MEMO_BYTES": "64MiB",
            "VIASD_RUN_TIME_BUDGET_S": "2.5", "VIASD_MAX_MODEL_PARAMS": "3.5e9", "VIASD_MAX_MODEL_BYTES": "4GB",
-           "VIASD_ALLOWED_MODELS": " a/b , c/d,,a/b ", "VIASD_MAX_EXTRA_BUNDLES": "5", "VIASD_MAX_SESSIONS": "7"}
+           "VIASD_ALLOWED_MODELS": " a/b , c/d,,a/b ", "VIASD_MAX_EXTRA_BUNDLES": "5", "VIASD_MAX_SESSIONS": "7",
+           "VIASD_WORKER_THREADS": "3"}
     assert set(env) == {spec.env for spec in SPECS.values()}, "a limit without a test of its variable"
     limits = Limits.from_env(env, gpu=False)
     assert (limits.max_new_tokens, limits.max_prompt_tokens, limits.max_prompt_chars, limits.max_gamma) == \
         (64, 100, 1000, 8)
     assert limits.memo_bytes == 64 * 2**20 and limits.run_time_budget_s == 2.5 and limits.max_extra_bundles == 5
-    assert limits.max_sessions == 7
+    assert limits.max_sessions == 7 and limits.worker_threads == 3
     assert limits.max_model_params == 3_500_000_000 and limits.max_model_bytes == 4 * 10**9
     assert limits.allowed_models == ("a/b", "c/d")
     assert [row[0] for row in limits.describe()] == [spec.env for spec in SPECS.values()]
