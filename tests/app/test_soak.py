@@ -62,6 +62,6 @@ def test_memory_threads_and_handles_stay_flat_after_the_first_minute(soaked: tup
 def test_the_soak_writes_its_csv_and_chart(soaked: tuple) -> None:
     report, out = soaked
     lines = (out / "soak.csv").read_text().splitlines()
-    assert lines[0].startswith("minute,rss_mb,rss_max_mb,threads,handles,queue,requests,errors,wrong")
+    assert lines[0].startswith("minute,rss_mb,rss_max_mb,file_mb,threads,handles,queue,requests,errors,wrong")
     assert len(lines) == 1 + int(MINUTES)
     assert (out / "soak.html").stat().st_size > 10_000
