@@ -79,11 +79,10 @@ class SoakReport:
         for minute in range(int(self.minutes + 0.999)):
             inside = [a for a in self.answers if minute * 60 <= a.at_s < (minute + 1) * 60]
             seen = [s for s in self.samples if s.at_s < (minute + 1) * 60]
-            last, level = (seen[-1] if seen else None), self.rss_level(minute + 1)
+            last, level, sampled = (seen[-1] if seen else None), self.rss_level(minute + 1), self._minute(minute + 1)
             row = {"minute": minute + 1, "rss_mb": round(level, 1) if level else "",
-                   "rss_max_mb": round(max(s.rss_mb for s in self._minute(minute + 1)), 1) if level else "",
-                   "file_mb": round(statistics.median(s.file_mb for s in self._minute(minute + 1)), 1)
-                   if level else "",
+                   "rss_max_mb": round(max(s.rss_mb for s in sampled), 1) if level else "",
+                   "file_mb": round(statistics.median(s.file_mb for s in sampled), 1) if level else "",
                    "threads": last.threads if last else "", "handles": last.handles if last else "",
                    "queue": max((a.queue for a in inside), default=0), "requests": len(inside),
                    "errors": sum(bool(a.error) for a in inside), "wrong": sum(bool(a.wrong) for a in inside),

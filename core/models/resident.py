@@ -26,30 +26,27 @@ PAGE = 4096
 """Bytes a page holds on the machines here: reading one element per page maps the page in."""
 
 
-def make_resident(model: torch.nn.Module) -> int:
-    """Read one element of every page of every CPU parameter and buffer; returns the bytes covered.
+def _cpu_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
+    """Every non-empty parameter and buffer on the CPU: other devices are left alone, since moving a model to a
+    GPU already copies it."""
+    return [t for t in [*model.parameters(), *model.buffers()] if t.device.type == "cpu" and t.numel()]
 
-    Other devices are left alone, since moving a model to a GPU already copies it."""
-    covered = 0
+
+def make_resident(model: torch.nn.Module) -> int:
+    """Read one element of every page of every CPU parameter and buffer; returns the bytes covered."""
+    tensors = _cpu_tensors(model)
     with torch.no_grad():
-        for tensor in [*model.parameters(), *model.buffers()]:
-            if tensor.device.type != "cpu" or tensor.numel() == 0:
-                continue
-            flat = tensor.detach().reshape(-1)
-            flat[:: max(1, PAGE // tensor.element_size())].sum()
-            covered += tensor.numel() * tensor.element_size()
-    return covered
+        for tensor in tensors:
+            tensor.detach().reshape(-1)[:: max(1, PAGE // tensor.element_size())].sum()
+    return sum(t.numel() * t.element_size() for t in tensors)
 
 
 def release_file(model: torch.nn.Module) -> int:
     """Copy every CPU parameter and buffer into this process's own memory, so no tensor views the file it was
     loaded from and the file's resident pages go with its mapping; returns the bytes copied. One tensor at a time
     (the peak grows by the largest); tied weights are one Parameter, so they stay tied."""
-    copied = 0
+    tensors = _cpu_tensors(model)
     with torch.no_grad():
-        for tensor in [*model.parameters(), *model.buffers()]:
-            if tensor.device.type != "cpu" or tensor.numel() == 0:
-                continue
+        for tensor in tensors:
             tensor.data = tensor.data.clone()
-            copied += tensor.numel() * tensor.element_size()
-    return copied
+    return sum(t.numel() * t.element_size() for t in tensors)
