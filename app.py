@@ -20,5 +20,5 @@ demo.queue(default_concurrency_limit=4)
 if __name__ == "__main__":
     SESSIONS.warm_up_in_background()
     native_memory.start_trimmer()
-    held_log.start_if_asked()
+    held_log.start_if_asked(lambda: getattr(demo, "state_holder", None))
     demo.launch(**launch_kwargs())

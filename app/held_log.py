@@ -11,17 +11,22 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
+from typing import Any
 
 PREFIX = "[held] "
 EVERY_S = 60.0
 
 
-def held() -> dict[str, object]:
-    """The size of each store now; `at` is the wall clock (seconds since the epoch)."""
+def held(state_holder: Any = None) -> dict[str, object]:
+    """The size of each store now; `at` is the wall clock (seconds since the epoch). With Gradio's StateHolder,
+    also the sessions Gradio keeps state for (each a copy of the app's config and last outputs)."""
     # imported here: app.py imports this module before native_memory caps the arenas, which must precede torch
+    from app import native_memory
     from app.fidelity_cache import FIDELITY
     from app.grids import GRIDS
     from app.session import SESSIONS
@@ -31,7 +36,19 @@ def held() -> dict[str, object]:
     memo = {"all models": round(SESSIONS.memo.bytes / 2**20, 1)}  # one memo serves every bundle (app.session)
     return {"at": round(time.time(), 1), "memo_mb": memo, "live_grids": grids, "live_points": points,
             "fidelity": len(FIDELITY), "sessions": SESSIONS.visitor_count(), "page_feed": len(FEED),
-            "threads": thread_census()}
+            "gradio_sessions": len(state_holder.session_data) if state_holder is not None else None,
+            "threads": thread_census(), "native_threads": native_thread_count(),
+            "malloc_mb": native_memory.allocator_mb(), "python_blocks_k": sys.getallocatedblocks() // 1000}
+
+
+def native_thread_count() -> int | None:
+    """Threads of this process that Python did not start (torch's OpenMP teams, the tokenizer's pool): /proc's
+    tasks less the Python threads' native ids; None where /proc is not."""
+    try:
+        tasks = {int(name) for name in os.listdir("/proc/self/task")}
+    except OSError:
+        return None
+    return len(tasks - {thread.native_id for thread in threading.enumerate()})
 
 
 def thread_census() -> dict[str, int]:
@@ -40,18 +57,19 @@ def thread_census() -> dict[str, int]:
     return dict(Counter(re.sub(r"\d+", "N", thread.name) for thread in threading.enumerate()))
 
 
-def line() -> str:
-    return PREFIX + json.dumps(held(), separators=(",", ":"))
+def line(state_holder: Any = None) -> str:
+    return PREFIX + json.dumps(held(state_holder), separators=(",", ":"))
 
 
-def start_if_asked(period_s: float = EVERY_S) -> threading.Thread | None:
+def start_if_asked(state_holder: Callable[[], Any] = lambda: None,
+                   period_s: float = EVERY_S) -> threading.Thread | None:
     """Print `line()` every `period_s` seconds for the life of the process, when VIASD_HELD_LOG is set."""
     if not os.environ.get("VIASD_HELD_LOG"):
         return None
 
     def loop() -> None:
         while True:
-            print(line(), flush=True)
+            print(line(state_holder()), flush=True)
             time.sleep(period_s)
 
     thread = threading.Thread(target=loop, name="viasd-held-log", daemon=True)

@@ -61,3 +61,21 @@ def start_trimmer(period_s: float = TRIM_EVERY_S) -> threading.Thread:
     thread = threading.Thread(target=loop, name="viasd-malloc-trim", daemon=True)
     thread.start()
     return thread
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+                 "keepcost")]
+
+
+def allocator_mb() -> dict[str, float] | None:
+    """glibc's own account (mallinfo2): MB in use by the program, and MB freed but still held in its arenas;
+    None where glibc is not the allocator. Resident growth with `in_use` flat is the allocator's, not a leak."""
+    libc = _libc()
+    mallinfo2 = getattr(libc, "mallinfo2", None) if libc else None  # glibc >= 2.33
+    if mallinfo2 is None:
+        return None
+    mallinfo2.restype = _MallInfo2
+    info = mallinfo2()
+    return {"in_use": round((info.uordblks + info.hblkhd) / 2**20, 1), "free_kept": round(info.fordblks / 2**20, 1)}

@@ -107,6 +107,13 @@ class Sessions:
             visitor.stop.set()
             return visitor.running > 0
 
+    def forget(self, session: str) -> None:
+        """Drop this session's record (its tab closed: app.closed_tabs), unless one of its jobs still runs."""
+        with self._lock:
+            visitor = self._visitors.get(session)
+            if visitor is not None and visitor.running == 0:
+                del self._visitors[session]
+
     def visitor_count(self) -> int:
         """Visitors with a record (bounded by MAX_SESSIONS; the soak and the leak test read it)."""
         with self._lock:

@@ -10,6 +10,7 @@ from typing import Any
 
 import gradio as gr
 
+from app.closed_tabs import ClosedTabs
 from app.notch import HEAD
 from app.share import SharePanel
 from app.tabs.about import AboutTab
@@ -57,6 +58,7 @@ def build_demo() -> gr.Blocks:
         compare.wire(generate.widgets)
         classroom.wire(generate.out["trace"])
         lesson.wire()
+        demo.unload(ClosedTabs(lambda: demo.state_holder).on_unload)  # a closed tab's state goes a minute later
         demo.load(generate.ready, None, generate.out["status"], api_visibility="private", queue=False,
                   show_progress="hidden")
         share.wire(demo, generate.widgets, generate.example, generate.generate, generate.out,

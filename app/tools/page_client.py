@@ -7,12 +7,16 @@ HTTP routes, and so does `Page`: POST `gradio_api/queue/join` (with the page's q
 is where `gr.Request.query_params` comes from) naming the event by its id in `/config`, then read
 that event's messages from `gradio_api/queue/data` until `process_completed`. Component values are
 kept as the page keeps them: each event's outputs update them, the next event sends them; a State
-is kept on the server per session, so the page sends null for it.
+is kept on the server per session, so the page sends null for it. Like a browser tab, a `Page` holds
+Gradio's heartbeat connection open while it lives and drops it on `close()`: that is how the app learns the
+tab closed (its unload event, app/closed_tabs.py).
 """
 
 from __future__ import annotations
 
+import http.client
 import json
+import urllib.parse
 import uuid
 from typing import Any
 
@@ -46,8 +50,25 @@ class Page:
         self.components = {c["id"]: c for c in self.config["components"]}
         self.values: dict[int, Any] = {c["id"]: c.get("props", {}).get("value") for c in self.config["components"]}
         self.dependencies = {d["id"]: d for d in self.config["dependencies"]}
+        self._heartbeat = self._open_heartbeat(timeout_s) if self.config.get("connect_heartbeat") else None
+
+    def _open_heartbeat(self, timeout_s: float) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+        """The connection a browser tab keeps open to say it is still there (its first line is read: open)."""
+        parts = urllib.parse.urlsplit(self.url)
+        kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        connection = kind(parts.hostname, parts.port, timeout=timeout_s)
+        connection.request("GET", f"{parts.path}gradio_api/heartbeat/{self.session}")
+        response = connection.getresponse()
+        response.readline()
+        return connection, response
 
     def close(self) -> None:
+        """Close the tab: the heartbeat connection ends (the app's unload event), then the page's client."""
+        if self._heartbeat is not None:
+            connection, response = self._heartbeat
+            response.close()
+            connection.close()
+            self._heartbeat = None
         self.http.close()
 
     def __enter__(self) -> Page:

@@ -53,6 +53,16 @@ def quantile(values: list[float], q: float) -> float:
     return statistics.quantiles(sorted(values), n=100, method="inclusive")[round(q * 100) - 1]
 
 
+HELD_COLUMNS = ("memo_mb", "live_points", "sessions", "gradio_sessions", "malloc_in_use_mb", "malloc_free_mb",
+                "python_blocks_k", "native_threads")
+"""The app's held-log figures in each minute row: its stores, Gradio's sessions, glibc's own account of the heap
+(in use, and freed but kept), Python's live blocks and the threads Python did not start."""
+
+
+def _blank(value: object) -> object:
+    return "" if value is None else value
+
+
 @dataclass
 class SoakReport:
     answers: list[Answer]
@@ -100,10 +110,14 @@ class SoakReport:
             return {}
         seen = [h for h in self.held if h["at_s"] < minute * 60]
         if not seen:
-            return {"memo_mb": "", "live_points": "", "sessions": ""}
+            return dict.fromkeys(HELD_COLUMNS, "")
         last = seen[-1]
+        malloc = last.get("malloc_mb") or {}
         return {"memo_mb": round(sum(last["memo_mb"].values()), 1), "live_points": last["live_points"],
-                "sessions": last["sessions"]}
+                "sessions": last["sessions"], "gradio_sessions": _blank(last.get("gradio_sessions")),
+                "malloc_in_use_mb": _blank(malloc.get("in_use")), "malloc_free_mb": _blank(malloc.get("free_kept")),
+                "python_blocks_k": _blank(last.get("python_blocks_k")),
+                "native_threads": _blank(last.get("native_threads"))}
 
     def write_csv(self, path: Path) -> None:
         rows = self.rows()
@@ -176,7 +190,8 @@ class SoakReport:
 
     def minute_table(self) -> str:
         """The per-minute figures in Markdown (every action's p50 / p95 are in the CSV)."""
-        keys = ["minute", "rss_mb", "file_mb", *(["memo_mb"] if self.held else []), "threads", "handles", "queue",
+        held = ["memo_mb", "gradio_sessions", "malloc_in_use_mb", "malloc_free_mb", "native_threads"]
+        keys = ["minute", "rss_mb", "file_mb", *(held if self.held else []), "threads", "handles", "queue",
                 "requests", "errors", "wrong"]
         keys += [f"p{q} {a}" for a in WATCHED for q in (50, 95)]
         lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
@@ -209,6 +224,10 @@ class SoakReport:
             figure.add_trace(go.Scatter(x=[h["at_s"] / 60 for h in self.held],
                                         y=[sum(h["memo_mb"].values()) for h in self.held], name="memos MB",
                                         mode="lines+markers"), row=1, col=1)
+            heap = [(h["at_s"] / 60, h["malloc_mb"]["in_use"]) for h in self.held if h.get("malloc_mb")]
+            if heap:  # what the program holds of the native heap (glibc's count): flat while resident climbs = kept
+                figure.add_trace(go.Scatter(x=[x for x, _ in heap], y=[y for _, y in heap],
+                                            name="native heap in use MB", mode="lines+markers"), row=1, col=1)
         level = self.warm_level()
         if level:
             for bound in (1 - RSS_BAND, 1 + RSS_BAND):

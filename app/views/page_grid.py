@@ -253,6 +253,12 @@ class PageFeed:
                 while len(self._cursors) > self.MAX_SESSIONS:
                     self._cursors.pop(next(iter(self._cursors)))
 
+    def forget(self, session: str) -> None:
+        """Drop what this session's page held (its tab closed: app.closed_tabs)."""
+        with self._lock:
+            self._pages.pop(session, None)
+            self._cursors.pop(session, None)
+
     def holds(self, session: str, grid: RunGrid, point_key: str) -> bool:
         """Whether this session is a browser page that was sent `point_key` of `grid`, so it draws that point
         itself (an API client gets the grid's data too, but draws nothing)."""
