@@ -14,11 +14,14 @@ import re
 import sys
 import threading
 import time
+import tracemalloc
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 PREFIX = "[held] "
+HEAP_PREFIX = "[heap] "
+TRACE_FRAMES = 3
 EVERY_S = 60.0
 
 
@@ -67,14 +70,31 @@ def start_if_asked(state_holder: Callable[[], Any] = lambda: None,
     if not os.environ.get("VIASD_HELD_LOG"):
         return None
 
+    trace_heap = bool(os.environ.get("VIASD_HELD_TRACEMALLOC"))
+    if trace_heap:
+        tracemalloc.start(TRACE_FRAMES)
+
     def loop() -> None:
         while True:
             print(line(state_holder()), flush=True)
+            if trace_heap:
+                print(heap_line(), flush=True)
             time.sleep(period_s)
 
     thread = threading.Thread(target=loop, name="viasd-held-log", daemon=True)
     thread.start()
     return thread
+
+
+def heap_line(top: int = 12) -> str:
+    """Python's largest allocation sites now (with VIASD_HELD_TRACEMALLOC=1, a diagnostic run: it slows the app),
+    so two minutes' lines show which site grows: `[heap] {"file:line <- caller": KiB, ...}`."""
+    stats = tracemalloc.take_snapshot().statistics("traceback")[:top]
+    def where(frame: tracemalloc.Frame) -> str:
+        return f"{frame.filename.rsplit('site-packages/', 1)[-1]}:{frame.lineno}"
+
+    sites = {" <- ".join(where(f) for f in stat.traceback): round(stat.size / 1024) for stat in stats}
+    return HEAP_PREFIX + json.dumps(sites, separators=(",", ":"))
 
 
 def parse(text: str) -> list[dict]:

@@ -11,7 +11,9 @@ with run=1, Compare, the threshold grid, the schemes, Classroom replays and host
 classes); with --pair, one visitor loads the Qwen2.5-Coder pair after a minute while the others run,
 and three visitors then move to it and back (app/tools/soak_actions.py). The app process is sampled
 from /proc every few seconds (resident memory, threads, open handles), and the app logs the size of each of its
-bounded stores once a minute (app/held_log.py: prediction memos, grids, sessions). After the soak every answer
+bounded stores once a minute (app/held_log.py: prediction memos, grids, the app's and Gradio's sessions, glibc's
+heap in use and freed-but-kept, the threads Python did not start). A tab the soak opens holds Gradio's heartbeat
+and closes as a browser tab does, so the app forgets it as it would a visitor's. After the soak every answer
 is checked against a fresh engine run of the same request (app/tools/soak_check.py).
 
 Writes `soak.csv` (per minute), `soak.html` (the chart; `soak.png` too where Chromium is found) and

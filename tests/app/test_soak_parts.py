@@ -8,6 +8,7 @@ import random
 import threading
 from dataclasses import asdict
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from tiny import tiny_bundle
@@ -193,6 +194,34 @@ def test_the_apps_store_sizes_come_back_from_its_log_into_the_minute_table(tmp_p
     rows = soak.rows()
     assert rows[0]["memo_mb"] == "" and rows[1]["memo_mb"] == 120.5
     assert "memo_mb" in soak.minute_table() and "memos MB" in {t.name for t in soak.figure().data}
+
+
+def test_the_held_log_names_gradio_s_sessions_the_native_heap_and_native_threads() -> None:
+    """What the fourth soak could not tell apart: Gradio's sessions, glibc's heap in use against freed-but-kept,
+    and the threads Python did not start; and, for a diagnostic run, Python's largest allocation sites."""
+    import json
+    import tracemalloc
+    from collections import OrderedDict
+
+    from app import held_log
+
+    holder = SimpleNamespace(session_data=OrderedDict.fromkeys(["a", "b", "c"]))
+    first = held_log.held(holder)
+    assert first["gradio_sessions"] == 3 and held_log.held()["gradio_sessions"] is None
+    assert first["native_threads"] >= 0 and first["python_blocks_k"] > 0
+    if first["malloc_mb"] is not None:  # glibc
+        assert first["malloc_mb"]["in_use"] > 0 and first["malloc_mb"]["free_kept"] >= 0
+    soak = report([1000.0] * 2)
+    soak.held = [{**first, "at_s": 30.0}]
+    row = soak.rows()[0]
+    assert row["gradio_sessions"] == 3 and row["native_threads"] == first["native_threads"]
+    tracemalloc.start(held_log.TRACE_FRAMES)
+    try:
+        kept = [bytearray(4 << 20)]  # noqa: F841  (alive while the snapshot is taken)
+        sites = json.loads(held_log.heap_line()[len(held_log.HEAP_PREFIX):])
+    finally:
+        tracemalloc.stop()
+    assert max(sites.values()) >= 4096 and any("test_soak_parts.py" in site for site in sites)
 
 
 def test_the_minute_table_splits_mapped_file_pages_from_the_rest() -> None:
