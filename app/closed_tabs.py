@@ -3,9 +3,9 @@
 Gradio keeps each session's state (a copy of every component's config and last output, about 1 MB here) until
 `state_session_capacity` sessions are held, closed or not; the app keeps its visitor record and page feed
 alike. The fourth one-hour soak held 35 sessions at minute 10 and 200 at minute 60, nearly all of them tabs
-long closed: memory that a public demo holds for visitors who have left. A closed tab is forgotten
-`GRACE_S` after it closed unless it came back (Gradio saw an event of it since), so a page that loses its
-connection for a moment and reconnects keeps its run on screen.
+long closed: memory that a public demo holds for visitors who have left. A closed tab is forgotten at the first
+tab close that comes `GRACE_S` or more after its own (no timer thread), unless it came back (Gradio saw an event
+of it since), so a page that loses its connection for a moment and reconnects keeps its run on screen.
 """
 
 from __future__ import annotations
