@@ -24,6 +24,7 @@ import gradio as gr
 from gradio.components import Component
 
 from app.guard import reports_errors
+from app.model_thread import model_event
 from app.session import SESSIONS, session_id
 from app.settings import Settings
 from core import EMBEDDED_ID
@@ -175,7 +176,7 @@ class SharePanel:
         # no queue, no spinner: a page opened without a link must be usable at once (nothing changes)
         demo.load(apply, None, [*targets.values(), example, *model_boxes, self.autorun],
                   api_visibility="private", queue=False, show_progress="hidden").then(
-            autorun, None, list(outputs.values()), inputs_kwargs={**widgets, "models": self.autorun},
+            model_event(autorun), None, list(outputs.values()), inputs_kwargs={**widgets, "models": self.autorun},
             api_visibility="private", show_progress="hidden", concurrency_id="model", concurrency_limit=1)
         self.button.click(link, None, self.link, inputs_kwargs=widgets, api_visibility="private", queue=False).then(
             None, self.link, self.link, js=PREFIX_ORIGIN, queue=False, api_visibility="private")

@@ -14,6 +14,7 @@ import gradio as gr
 
 from app.gpu import on_gpu, seconds_for_tokens
 from app.guard import message, reports_errors
+from app.model_thread import model_event
 from app.prefetch import PREFETCHER
 from app.session import SESSIONS, session_id
 from app.views import render, walkthroughs
@@ -287,8 +288,9 @@ class ClassroomTab:
         out, state, slider = list(self.out.values()), self.out["trace"], self.out["round_slider"]
         view = [self.out[n] for n in ("tokens", "round_table", "caption")]
         quiet = {"api_visibility": "private", "show_progress": "hidden"}
-        self.walk_btn.click(self.load_walkthrough, [self.walk, self.future], out, api_name="walkthrough", **MODEL)
-        self.fix_btn.click(self.load_fix, [self.walk, self.future], out, api_name="walkthrough_fix", **MODEL)
+        walk, fix = model_event(self.load_walkthrough), model_event(self.load_fix)
+        self.walk_btn.click(walk, [self.walk, self.future], out, api_name="walkthrough", **MODEL)
+        self.fix_btn.click(fix, [self.walk, self.future], out, api_name="walkthrough_fix", **MODEL)
         self.walk.change(lambda title: gr.update(visible=_has_fix(title)), self.walk, self.fix_btn, queue=False,
                          api_visibility="private")
         self.last_btn.click(self.use_last_run, [last_trace, self.future], out, api_visibility="private")

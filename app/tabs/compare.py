@@ -12,6 +12,7 @@ import gradio as gr
 
 from app.gpu import compare_seconds, on_gpu
 from app.guard import reports_errors
+from app.model_thread import model_event
 from app.prefetch import PREFETCHER
 from app.session import SESSIONS, session_id
 from app.settings import DEFAULT, Settings
@@ -210,15 +211,15 @@ class CompareTab:
 
     def wire(self, widgets: dict[str, gr.components.Component]) -> None:
         # API order: the Generate tab's settings first, then this tab's own input
-        self.button.click(self.compare, None, list(self.compare_out.values()),
+        self.button.click(model_event(self.compare), None, list(self.compare_out.values()),
                           inputs_kwargs={**widgets, "real_timing": self.real_timing}, api_name="compare",
                           show_progress="minimal", **MODEL)
         advise = {"fn": recommendation, "inputs": [self.grid_state, self.points_state, self.budget],
                   "outputs": self.advice, "api_visibility": "private", "show_progress": "hidden"}
-        self.grid_btn.click(self.grid, None, list(self.grid_out.values()),
+        self.grid_btn.click(model_event(self.grid), None, list(self.grid_out.values()),
                             inputs_kwargs={**widgets, "values_text": self.grid_values}, api_name="grid",
                             **MODEL).then(**advise)
-        self.schemes_btn.click(self.schemes, None, list(self.schemes_out.values()), inputs_kwargs=widgets,
+        self.schemes_btn.click(model_event(self.schemes), None, list(self.schemes_out.values()), inputs_kwargs=widgets,
                                api_name="schemes", **MODEL).then(**advise)
         self.budget.change(**advise)
         self.stop_btn.click(self.stop, None, self.compare_out["status"], api_visibility="private", queue=False)

@@ -18,6 +18,7 @@ import gradio as gr
 from app import live_load, recorded, streaming
 from app.gpu import on_gpu, settings_seconds
 from app.guard import reports_errors
+from app.model_thread import model_event
 from app.notch import NotchPanel, drawn_html
 from app.prefetch import STEP
 from app.run_views import computed_update, status_line
@@ -265,7 +266,7 @@ class GenerateTab:
                                      [self.widgets["prompt"], self.example], self.example, api_visibility="private",
                                      queue=False, show_progress="hidden")
         common = {"inputs_kwargs": {**self.widgets, **boxes}, "show_progress": "minimal", **MODEL}
-        reroute = gr.on([self.widgets[n].release for n in streaming.LIVE], self.reroute, None,
+        reroute = gr.on([self.widgets[n].release for n in streaming.LIVE], model_event(self.reroute), None,
                         [*out, tradeoff_plot], api_name="reroute", trigger_mode="always_last",
                         show_progress_on=[self.out["status"], self.out["metrics"]],  # the page drew text and headline
                         **{**common, "inputs_kwargs": {**self.widgets, "previous": self.out["trace"],
@@ -276,9 +277,10 @@ class GenerateTab:
                    "outputs": [self.out["status"], *self.widgets.values(), *model_boxes, self.models_wanted],
                    "queue": False,
                    "api_visibility": "private"}
-        self.run_btn.click(**prepare).then(self.generate, None, out, api_name="generate", **runs)
-        self.widgets["prompt"].submit(**prepare).then(self.generate, None, out, api_visibility="private", **runs)
-        self.real_btn.click(**prepare).then(self.rerun_real, None, out, api_name="rerun_real", **runs)
+        generate = model_event(self.generate)  # every model event runs on one thread (app.model_thread)
+        self.run_btn.click(**prepare).then(generate, None, out, api_name="generate", **runs)
+        self.widgets["prompt"].submit(**prepare).then(generate, None, out, api_visibility="private", **runs)
+        self.real_btn.click(**prepare).then(model_event(self.rerun_real), None, out, api_name="rerun_real", **runs)
         screen_outputs = [*out, *self.widgets.values(), *model_boxes, self.example]
         for name, button in self.recorded_buttons.items():
             button.click(self.show_recorded(name), None, screen_outputs, queue=False, api_visibility="private")

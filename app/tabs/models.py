@@ -16,6 +16,7 @@ import gradio as gr
 
 from app.guard import reports_errors
 from app.live_load import STAGE_WORDS
+from app.model_thread import model_event
 from app.prefetch import PREFETCHER
 from app.session import SESSIONS, session_id
 from app.settings import Settings
@@ -124,6 +125,6 @@ class ModelsPanel:
                           api_visibility="private", queue=False)
         self.check.click(self.availability, None, self.pairs, api_name="model_presets")
         outputs = [self.status, *(w for name, w in widgets.items() if name != "prompt")]
-        self.button.click(self.load, [self.verifier, self.drafter, self.quant, widgets["prompt"]], outputs,
+        self.button.click(model_event(self.load), [self.verifier, self.drafter, self.quant, widgets["prompt"]], outputs,
                           api_name="load_models",
                           show_progress="full", **MODEL)

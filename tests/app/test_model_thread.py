@@ -1,0 +1,113 @@
+"""Model events run on one long-lived thread (app.model_thread): torch's per-thread OpenMP teams then stay one team,
+not one per Gradio worker that happened to run a step."""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+import os
+import threading
+
+import gradio as gr
+import pytest
+import torch
+
+from app.model_thread import NAME, model_event, on_model_thread
+
+VISITOR = contextvars.ContextVar("visitor", default="nobody")
+
+
+def test_each_step_of_a_generator_runs_on_the_model_thread_and_keeps_its_signature() -> None:
+    def handler(prompt: str, request: gr.Request = None, progress: gr.Progress = gr.Progress()):  # noqa: B008
+        for word in prompt.split():
+            yield word, threading.current_thread().name
+
+    wrapped = model_event(handler)
+    assert inspect.isgeneratorfunction(wrapped)  # Gradio streams it
+    assert inspect.signature(wrapped) == inspect.signature(handler)  # Gradio injects the request and the bar
+    steps = list(wrapped("a b c"))
+    assert [w for w, _ in steps] == ["a", "b", "c"]
+    assert {name for _, name in steps} == {f"{NAME}_0"}
+
+
+def test_a_closed_event_runs_its_handler_s_cleanup_and_errors_reach_the_caller() -> None:
+    cleaned: list[bool] = []
+
+    def handler():
+        try:
+            yield 1
+            yield 2
+        finally:
+            cleaned.append(True)
+
+    stream = model_event(handler)()
+    assert next(stream) == 1
+    stream.close()  # what a cancelled event's generator gets
+    assert cleaned == [True]
+
+    def broken(x: int) -> int:
+        raise ValueError(f"bad {x}")
+
+    with pytest.raises(ValueError, match="bad 3"):
+        model_event(broken)(3)
+
+
+def test_the_caller_s_context_goes_along_and_a_nested_call_does_not_wait_on_itself() -> None:
+    def outer() -> tuple[str, str]:
+        return VISITOR.get(), on_model_thread(threading.current_thread).name  # nested: runs in place
+
+    token = VISITOR.set("ada")
+    try:
+        seen, nested_thread = model_event(outer)()
+    finally:
+        VISITOR.reset(token)
+    assert seen == "ada" and nested_thread.startswith(NAME)
+
+
+def _threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads from /proc")
+def test_torch_work_from_many_threads_keeps_one_openmp_team() -> None:
+    """The cause, shown: torch work called from eight threads at once holds one thread and one OpenMP team; run
+    straight on those threads it holds eight of each (while they live) on 2 cores."""
+    if torch.get_num_threads() < 2:
+        pytest.skip("one torch thread: no OpenMP team to count")
+    a = torch.randn(256, 256)
+    matmul = model_event(lambda: (a @ a).sum().item())
+    matmul()  # the model thread and its team exist from here on
+    start, release = threading.Barrier(9), threading.Event()
+
+    def visitor(work) -> None:  # noqa: ANN001
+        work()
+        start.wait()
+        release.wait()
+
+    def count_while(work) -> int:  # noqa: ANN001
+        visitors = [threading.Thread(target=visitor, args=(work,)) for _ in range(8)]
+        for t in visitors:
+            t.start()
+        start.wait()
+        held = _threads()
+        release.set()
+        for t in visitors:
+            t.join()
+        release.clear()
+        start.reset()
+        return held
+
+    before = _threads()
+    through_model_thread = count_while(matmul) - before
+    directly = count_while(lambda: (a @ a).sum().item()) - before
+    assert through_model_thread == 8  # the eight callers only, no team of their own
+    assert directly >= 8 + 8 * (torch.get_num_threads() - 1)
+
+
+def test_every_model_event_of_the_app_runs_on_the_model_thread() -> None:
+    from app import ui
+
+    demo = ui.build_demo()
+    model_events = [fn for fn in demo.fns.values() if fn.concurrency_id == "model"]
+    assert len(model_events) >= 10  # Run, re-route, Compare's three, Models, Classroom's two, a link's run...
+    assert [fn.name for fn in model_events if not getattr(fn.fn, "on_model_thread", False)] == []
