@@ -146,9 +146,11 @@ def check_all(answers: list[Answer], checker: Checker | None = None) -> None:
 
 
 REFUSED_INPUT = re.compile(r'^gradio\.exceptions\.(?:Error: ["\']Value: .*is not in the list of choices'
+                           r'|Error: ["\']Value \S+ is (?:less|greater) than (?:minimum|maximum) value'
                            r'|ComponentProcessingError: Could not preprocess input component)', re.MULTILINE)
 """Gradio's own refusal of an input before any handler runs: a choice a component does not offer (a hostile value
-for a radio or dropdown), or a value a slider or number box cannot take. It logs a traceback, but the visitor gets
+for a radio or dropdown), a slider value out of its range (temperature -1), or a value a slider or number box
+cannot take. It logs a traceback, but the visitor gets
 one line and nothing in the app ran, so it is not counted."""
 
 

@@ -131,9 +131,11 @@ def test_only_tracebacks_of_the_app_count_not_gradios_refusal_of_an_input(tmp_pa
                       "instances of 'NoneType' and 'float'" + cause + "Traceback (most recent call last):\n" + frame
                       + "gradio.exceptions.ComponentProcessingError: Could not preprocess input component at index 9 "
                       "(a `slider` component)\n")
+    out_of_range = ("Traceback (most recent call last):\n" + frame
+                    + "gradio.exceptions.Error: 'Value -1 is less than minimum value 0.05.'\n")
     app_failure = "Traceback (most recent call last):\n" + frame + "ValueError: the app itself failed\n"
     log = tmp_path / "app.log"
-    log.write_text("* Running on local URL\n" + refused_choice + refused_slider + "a line\n")
+    log.write_text("* Running on local URL\n" + refused_choice + refused_slider + out_of_range + "a line\n")
     assert tracebacks(log) == 0
     log.write_text(refused_choice + app_failure + refused_slider + app_failure)
     assert tracebacks(log) == 2
