@@ -22,6 +22,10 @@ _EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix=NAME)
 _DONE = object()
 T = TypeVar("T")
 
+MODEL = {"concurrency_id": "model", "concurrency_limit": 1}
+"""The queue every model event joins: one at a time, as a 2-core machine runs one model job well; its handler
+is decorated with `model_event`."""
+
 
 def on_model_thread(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """`call(*args, **kwargs)` on the model thread, in the caller's context (Gradio's progress bar and warnings
@@ -33,11 +37,12 @@ def on_model_thread(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 
 
 def model_event(handler: Callable[..., Any]) -> Callable[..., Any]:
-    """`handler` with its body (each step, for a generator) on the model thread. The signature stays the
-    handler's (Gradio reads it for `gr.Request`, `gr.Progress` and the inputs)."""
+    """`handler` with its body (each step, for a generator) on the model thread; a decorator for every handler
+    wired with `**MODEL`. The signature stays the handler's (Gradio reads it for `gr.Request`, `gr.Progress`
+    and the inputs), and so does a method's binding."""
     if inspect.isgeneratorfunction(handler):
         @functools.wraps(handler)
-        def steps(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        def event(*args: Any, **kwargs: Any) -> Iterator[Any]:
             inner = handler(*args, **kwargs)  # creating a generator runs none of its body
             try:
                 while (update := on_model_thread(next, inner, _DONE)) is not _DONE:
@@ -46,11 +51,9 @@ def model_event(handler: Callable[..., Any]) -> Callable[..., Any]:
                 # A cancelled event closes this generator at a yield, when no step of `inner` is in flight: its
                 # own `finally` runs here and now, as it did before, never behind another event's step.
                 inner.close()
-        steps.on_model_thread = True  # type: ignore[attr-defined]  # app.ui's test checks every model event has it
-        return steps
-
-    @functools.wraps(handler)
-    def call(*args: Any, **kwargs: Any) -> Any:
-        return on_model_thread(handler, *args, **kwargs)
-    call.on_model_thread = True  # type: ignore[attr-defined]
-    return call
+    else:
+        @functools.wraps(handler)
+        def event(*args: Any, **kwargs: Any) -> Any:
+            return on_model_thread(handler, *args, **kwargs)
+    event.on_model_thread = True  # type: ignore[attr-defined]  # app.ui's test checks every model event has it
+    return event

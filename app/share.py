@@ -24,7 +24,7 @@ import gradio as gr
 from gradio.components import Component
 
 from app.guard import reports_errors
-from app.model_thread import model_event
+from app.model_thread import MODEL, model_event
 from app.session import SESSIONS, session_id
 from app.settings import Settings
 from core import EMBEDDED_ID
@@ -155,6 +155,7 @@ class SharePanel:
             update.update(zip(model_boxes, models, strict=True))
             return {**update, self.autorun: (*models, quant_from_query(params)) if wants_run(params) else None}
 
+        @model_event
         def autorun(models: tuple | None, request: gr.Request = None, **values: Any):
             if models is None:  # no run=1: change nothing (an empty dict would count as one output value)
                 yield {outputs["status"]: gr.update()}
@@ -176,7 +177,7 @@ class SharePanel:
         # no queue, no spinner: a page opened without a link must be usable at once (nothing changes)
         demo.load(apply, None, [*targets.values(), example, *model_boxes, self.autorun],
                   api_visibility="private", queue=False, show_progress="hidden").then(
-            model_event(autorun), None, list(outputs.values()), inputs_kwargs={**widgets, "models": self.autorun},
-            api_visibility="private", show_progress="hidden", concurrency_id="model", concurrency_limit=1)
+            autorun, None, list(outputs.values()), inputs_kwargs={**widgets, "models": self.autorun},
+            api_visibility="private", show_progress="hidden", **MODEL)
         self.button.click(link, None, self.link, inputs_kwargs=widgets, api_visibility="private", queue=False).then(
             None, self.link, self.link, js=PREFIX_ORIGIN, queue=False, api_visibility="private")

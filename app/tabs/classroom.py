@@ -14,7 +14,7 @@ import gradio as gr
 
 from app.gpu import on_gpu, seconds_for_tokens
 from app.guard import message, reports_errors
-from app.model_thread import model_event
+from app.model_thread import MODEL, model_event
 from app.prefetch import PREFETCHER
 from app.session import SESSIONS, session_id
 from app.views import render, walkthroughs
@@ -24,7 +24,6 @@ from core.errors import ConfigError
 from core.trace import Trace
 from examples import expectations_for, load_walkthroughs, walkthrough_files
 
-MODEL = {"concurrency_id": "model", "concurrency_limit": 1}
 OUTPUTS = ("heading", "round_slider", "tokens", "round_table", "caption", "trace", "notes", "details")
 CLASS_TOKENS_ID = "viasd-class-tokens"
 PRESENTER_CLASS = "viasd-presenter"
@@ -259,10 +258,12 @@ class ClassroomTab:
     def _keyed(self, update: dict[str, Any]) -> dict:
         return {self.out[name]: value for name, value in update.items()}
 
+    @model_event
     def load_walkthrough(self, title: str, show_future: bool = False, request: gr.Request = None) -> dict:
         """Run a ready walkthrough on this visitor's models (memo allowed) and show its first round."""
         return self._keyed(_walkthrough(title, session_id(request), show_future))
 
+    @model_event
     def load_fix(self, title: str, show_future: bool = False, request: gr.Request = None) -> dict:
         """Run the walkthrough's fix (its `fixed_config`) and replay it, with notes comparing it to the walkthrough."""
         return self._keyed(_fix(title, session_id(request), show_future))
@@ -288,9 +289,8 @@ class ClassroomTab:
         out, state, slider = list(self.out.values()), self.out["trace"], self.out["round_slider"]
         view = [self.out[n] for n in ("tokens", "round_table", "caption")]
         quiet = {"api_visibility": "private", "show_progress": "hidden"}
-        walk, fix = model_event(self.load_walkthrough), model_event(self.load_fix)
-        self.walk_btn.click(walk, [self.walk, self.future], out, api_name="walkthrough", **MODEL)
-        self.fix_btn.click(fix, [self.walk, self.future], out, api_name="walkthrough_fix", **MODEL)
+        self.walk_btn.click(self.load_walkthrough, [self.walk, self.future], out, api_name="walkthrough", **MODEL)
+        self.fix_btn.click(self.load_fix, [self.walk, self.future], out, api_name="walkthrough_fix", **MODEL)
         self.walk.change(lambda title: gr.update(visible=_has_fix(title)), self.walk, self.fix_btn, queue=False,
                          api_visibility="private")
         self.last_btn.click(self.use_last_run, [last_trace, self.future], out, api_visibility="private")

@@ -12,7 +12,7 @@ import gradio as gr
 
 from app.gpu import compare_seconds, on_gpu
 from app.guard import reports_errors
-from app.model_thread import model_event
+from app.model_thread import MODEL, model_event
 from app.prefetch import PREFETCHER
 from app.session import SESSIONS, session_id
 from app.settings import DEFAULT, Settings
@@ -28,7 +28,6 @@ from core.errors import ConfigError, shown
 from core.round_policy import threshold_text
 from examples import expectations_for
 
-MODEL = {"concurrency_id": "model", "concurrency_limit": 1}
 DEFAULT_GRID = "0.3, 0.5, 0.7, 0.9, 1.0"
 MODES = {"plain": "Plain decoding", "sd": "Classic speculative decoding", "via": "VIA-SD (three tiers)"}
 EXPLAIN = {"plain": "the full model alone: the reference the others are compared with",
@@ -188,17 +187,20 @@ class CompareTab:
         assert tuple(self.compare_out) == COMPARE_OUTPUTS and tuple(self.grid_out) == GRID_OUTPUTS
         assert tuple(self.schemes_out) == SCHEME_OUTPUTS
 
+    @model_event
     def compare(self, request: gr.Request = None, real_timing: bool = True, **values: Any):
         """Plain, classic SD and VIA-SD on the same prompt, each shown as it finishes."""
         for update in _compare(Settings.from_values(**values), session_id(request), bool(real_timing)):
             yield {self.compare_out[name]: value for name, value in update.items()}
 
+    @model_event
     def grid(self, request: gr.Request = None, progress: gr.Progress = gr.Progress(),  # noqa: B008
              values_text: str = DEFAULT_GRID, **values: Any) -> dict:
         """VIA-SD over every ordered threshold pair from the values; modelled speed-up vs fidelity."""
         update = _grid(Settings.from_values(**values), session_id(request), values_text, progress)
         return {self.grid_out[name]: value for name, value in update.items()}
 
+    @model_event
     def schemes(self, request: gr.Request = None, progress: gr.Progress = gr.Progress(),  # noqa: B008
                 **values: Any) -> dict:
         """Every scheme's small parameter grid on this prompt: Pareto fronts of speed-up vs difference."""
@@ -211,15 +213,15 @@ class CompareTab:
 
     def wire(self, widgets: dict[str, gr.components.Component]) -> None:
         # API order: the Generate tab's settings first, then this tab's own input
-        self.button.click(model_event(self.compare), None, list(self.compare_out.values()),
+        self.button.click(self.compare, None, list(self.compare_out.values()),
                           inputs_kwargs={**widgets, "real_timing": self.real_timing}, api_name="compare",
                           show_progress="minimal", **MODEL)
         advise = {"fn": recommendation, "inputs": [self.grid_state, self.points_state, self.budget],
                   "outputs": self.advice, "api_visibility": "private", "show_progress": "hidden"}
-        self.grid_btn.click(model_event(self.grid), None, list(self.grid_out.values()),
+        self.grid_btn.click(self.grid, None, list(self.grid_out.values()),
                             inputs_kwargs={**widgets, "values_text": self.grid_values}, api_name="grid",
                             **MODEL).then(**advise)
-        self.schemes_btn.click(model_event(self.schemes), None, list(self.schemes_out.values()), inputs_kwargs=widgets,
+        self.schemes_btn.click(self.schemes, None, list(self.schemes_out.values()), inputs_kwargs=widgets,
                                api_name="schemes", **MODEL).then(**advise)
         self.budget.change(**advise)
         self.stop_btn.click(self.stop, None, self.compare_out["status"], api_visibility="private", queue=False)

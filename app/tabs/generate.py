@@ -18,7 +18,7 @@ import gradio as gr
 from app import live_load, recorded, streaming
 from app.gpu import on_gpu, settings_seconds
 from app.guard import reports_errors
-from app.model_thread import model_event
+from app.model_thread import MODEL, model_event
 from app.notch import NotchPanel, drawn_html
 from app.prefetch import STEP
 from app.run_views import computed_update, status_line
@@ -33,7 +33,6 @@ from core.limits import MAX_GAMMA
 from core.round_policy import thresholds_apply
 from examples import FAMILIES, load_prompts
 
-MODEL = {"concurrency_id": "model", "concurrency_limit": 1}
 OUTPUTS = ("tokens", "status", "legend", "metrics", "metrics_json", "conf_plot", "timeline_plot", "files", "trace",
            "headline", "why", "prediction", "breakeven_plot", "reliability_plot", "strip_plot", "reliability", "effect",
            "effect_button", "grid_data", "grid_timer")
@@ -174,18 +173,21 @@ class GenerateTab:
         return {self._targets[name]: value for name, value in update.items()}
 
     # -- handlers (inputs arrive by Settings field name, plus the Models boxes) ------------------
+    @model_event
     def generate(self, request: gr.Request = None, **values: Any):
         """Run with the memo allowed: seen prefixes replay instantly (same tokens)."""
         models = _models(values)
         for update in _run(Settings.from_values(**values), session_id(request), True, models):
             yield self._keyed(update)
 
+    @model_event
     def rerun_real(self, request: gr.Request = None, **values: Any):
         """Run it live: load the models the screen names, then run every forward pass for real (honest timing)."""
         models = _models(values)
         for update in _run(Settings.from_values(**values), session_id(request), False, models):
             yield self._keyed(update)
 
+    @model_event
     def reroute(self, request: gr.Request = None, previous: Any = None, grid: Any = None, reliability: Any = None,
                 **values: Any):
         """Live threshold update: a computed point at once, else a replay from the memo, streaming; a bad value
@@ -266,7 +268,7 @@ class GenerateTab:
                                      [self.widgets["prompt"], self.example], self.example, api_visibility="private",
                                      queue=False, show_progress="hidden")
         common = {"inputs_kwargs": {**self.widgets, **boxes}, "show_progress": "minimal", **MODEL}
-        reroute = gr.on([self.widgets[n].release for n in streaming.LIVE], model_event(self.reroute), None,
+        reroute = gr.on([self.widgets[n].release for n in streaming.LIVE], self.reroute, None,
                         [*out, tradeoff_plot], api_name="reroute", trigger_mode="always_last",
                         show_progress_on=[self.out["status"], self.out["metrics"]],  # the page drew text and headline
                         **{**common, "inputs_kwargs": {**self.widgets, "previous": self.out["trace"],
@@ -277,10 +279,9 @@ class GenerateTab:
                    "outputs": [self.out["status"], *self.widgets.values(), *model_boxes, self.models_wanted],
                    "queue": False,
                    "api_visibility": "private"}
-        generate = model_event(self.generate)  # every model event runs on one thread (app.model_thread)
-        self.run_btn.click(**prepare).then(generate, None, out, api_name="generate", **runs)
-        self.widgets["prompt"].submit(**prepare).then(generate, None, out, api_visibility="private", **runs)
-        self.real_btn.click(**prepare).then(model_event(self.rerun_real), None, out, api_name="rerun_real", **runs)
+        self.run_btn.click(**prepare).then(self.generate, None, out, api_name="generate", **runs)
+        self.widgets["prompt"].submit(**prepare).then(self.generate, None, out, api_visibility="private", **runs)
+        self.real_btn.click(**prepare).then(self.rerun_real, None, out, api_name="rerun_real", **runs)
         screen_outputs = [*out, *self.widgets.values(), *model_boxes, self.example]
         for name, button in self.recorded_buttons.items():
             button.click(self.show_recorded(name), None, screen_outputs, queue=False, api_visibility="private")

@@ -16,7 +16,7 @@ import gradio as gr
 
 from app.guard import reports_errors
 from app.live_load import STAGE_WORDS
-from app.model_thread import model_event
+from app.model_thread import MODEL, model_event
 from app.prefetch import PREFETCHER
 from app.session import SESSIONS, session_id
 from app.settings import Settings
@@ -25,9 +25,6 @@ from core.config import preset as settings_preset
 from core.models.drafter_quant import DRAFTER_QUANTS
 from core.models.pairs import PAIR_PRESETS, PairPreset, available_presets
 from core.models.wheels import Progress
-
-MODEL = {"concurrency_id": "model", "concurrency_limit": 1}
-
 
 PROGRESS = gr.Progress()
 """Gradio injects a live progress bar for a parameter whose default is a gr.Progress."""
@@ -83,6 +80,7 @@ class ModelsPanel:
             self.button = gr.Button("Load models", elem_id="viasd-load-models")
             self.status = gr.Markdown("Using the embedded model.", elem_id="viasd-models-status")
 
+    @model_event
     def load(self, verifier: str, drafter: str, quant: str | None = None, prompt: str = "", request: gr.Request = None,
              progress: gr.Progress = PROGRESS) -> dict:
         """Switch this browser session to another verifier / drafter pair (Hub ids, local folders or an offline
@@ -125,6 +123,6 @@ class ModelsPanel:
                           api_visibility="private", queue=False)
         self.check.click(self.availability, None, self.pairs, api_name="model_presets")
         outputs = [self.status, *(w for name, w in widgets.items() if name != "prompt")]
-        self.button.click(model_event(self.load), [self.verifier, self.drafter, self.quant, widgets["prompt"]], outputs,
+        self.button.click(self.load, [self.verifier, self.drafter, self.quant, widgets["prompt"]], outputs,
                           api_name="load_models",
                           show_progress="full", **MODEL)
