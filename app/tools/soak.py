@@ -53,16 +53,24 @@ THINK_S = (0.5, 3.0)
 
 
 def process_sample(pid: int, at_s: float) -> Sample | None:
-    """The app's resident MB (and its mapped-file share), threads and open handles from /proc (None once the
-    process is gone)."""
+    """The app's resident MB (and its mapped-file share), threads and open handles (and how many are sockets)
+    from /proc (None once the process is gone)."""
     try:
         status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
                       if ":" in line)
-        handles = len(os.listdir(f"/proc/{pid}/fd"))
+        handles = os.listdir(f"/proc/{pid}/fd")
     except (OSError, ValueError):
         return None
     mb = {key: int(status[key].split()[0]) / 1024 for key in ("VmRSS", "RssFile")}
-    return Sample(at_s, mb["VmRSS"], int(status["Threads"]), handles, mb["RssFile"])
+    return Sample(at_s, mb["VmRSS"], int(status["Threads"]), len(handles), mb["RssFile"],
+                  sum(_is_socket(f"/proc/{pid}/fd/{fd}") for fd in handles))
+
+
+def _is_socket(path: str) -> bool:
+    try:
+        return os.readlink(path).startswith("socket:")
+    except OSError:  # closed since the listing
+        return False
 
 
 class Soak:
@@ -178,6 +186,7 @@ def _joined(parts: list[str]) -> list[str]:
 
 def write_outputs(report: SoakReport, folder: Path) -> None:
     report.write_csv(folder / "soak.csv")
+    report.write_samples(folder / "samples.csv")  # every /proc sample, so a rule can be read again later
     figure = report.figure()
     figure.write_html(folder / "soak.html", include_plotlyjs=True)
     try:

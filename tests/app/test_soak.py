@@ -65,3 +65,6 @@ def test_the_soak_writes_its_csv_and_chart(soaked: tuple) -> None:
     assert lines[0].startswith("minute,rss_mb,rss_max_mb,file_mb,threads,handles,queue,requests,errors,wrong")
     assert len(lines) == 1 + int(MINUTES)
     assert (out / "soak.html").stat().st_size > 10_000
+    samples = (out / "samples.csv").read_text().splitlines()
+    assert samples[0] == "at_s,rss_mb,threads,handles,file_mb,sockets" and len(samples) > 1 + len(lines)
+    assert 0 < max(s.sockets for s in report.samples) < max(s.handles for s in report.samples)  # the port at least

@@ -56,6 +56,28 @@ def test_threads_that_pile_up_and_a_slower_end_miss_their_targets() -> None:
     assert met(wrong)["0 errors"] is False and met(wrong)["0 wrong answers"] is False
 
 
+def test_a_pool_that_follows_demand_is_not_growth_but_a_thread_or_handle_never_given_back_is() -> None:
+    """The sixth soak: only Gradio's workers (1-5, cap 8) and the prefetch thread came and went, and a
+    peak-against-peak count failed with nothing piling up. What is never given back lifts the fewest."""
+    busier_late = [12, 16] * 10 + [12, 18] * 10  # workers come and go, more of them late in the hour
+    assert met(report([2000.0] * 40, threads=busier_late))["no growth in threads"]
+    one_kept = [n + (i > 20) for i, n in enumerate(busier_late)]  # after the warm-up, one thread never leaves
+    assert not met(report([2000.0] * 40, threads=one_kept))["no growth in threads"]
+
+    def handles(total: list[int], sockets: list[int]) -> tuple[bool, str]:
+        soak = report([2000.0] * 40)
+        soak.samples = [Sample(s.at_s, s.rss_mb, s.threads, n, sockets=k)
+                        for s, n, k in zip(soak.samples, total, sockets, strict=True)]
+        return next((ok, numbers) for name, ok, numbers in soak.verdicts() if name == "no growth in handles")
+
+    visitors = [10, 16] * 10 + [10, 19] * 10  # their sockets open and close
+    assert handles([20 + k for k in visitors], visitors)[0]
+    assert "sockets, the visitors' connections: at least 10, then 10; at most 16, then 19" in \
+        handles([20 + k for k in visitors], visitors)[1]
+    leaked = [20 + k + i // 4 for i, k in enumerate(visitors)]  # a file opened every two minutes, never closed
+    assert not handles(leaked, visitors)[0]
+
+
 def test_the_csv_has_one_row_per_minute_with_memory_latency_and_counts(tmp_path: Path) -> None:
     soak = report([2000.0 + i for i in range(40)])
     soak.write_csv(tmp_path / "soak.csv")
