@@ -10,6 +10,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 from app import held_log, native_memory  # noqa: E402
 
 native_memory.limit_arenas()  # before torch and Gradio start their threads (app/native_memory.py says why)
+native_memory.bound_kernel_caches()  # before the first model pass
 
 from app.session import SESSIONS  # noqa: E402  (the env default must be set before gradio is imported)
 from app.ui import build_demo, launch_kwargs  # noqa: E402

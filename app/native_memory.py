@@ -7,6 +7,11 @@ per core) and keeps what is freed in the middle of an arena for later, so the fr
 arenas piles up. Two remedies at the root, both no-ops where glibc is not the allocator (macOS,
 musl): at start-up, cap the arenas (`limit_arenas`); every few seconds, hand free pages back
 (`trim`, glibc's `malloc_trim(0)`, which frees whole free pages inside every arena too).
+
+A third kind of growth is not garbage but two caches: where torch runs bf16 matmuls through oneDNN, it keeps a
+compiled kernel for every pass shape it has seen, in ideep's cache and in oneDNN's own, 1024 entries each. Each new
+prompt length adds a few (about 3 MB per new length on SmolLM2 with AMX), so a public app fills them for hours.
+`bound_kernel_caches` caps both before the first pass; the hot shapes (decode steps, verification passes) stay cached.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import os
 import sys
 import threading
 import time
@@ -24,6 +30,10 @@ ARENAS = 2
 """Arenas when capped: one per core of the development machine."""
 TRIM_EVERY_S = 10.0
 """How often the trimmer hands free pages back: a few runs' worth of garbage at most stays resident."""
+
+KERNEL_CACHES = {"LRU_CACHE_CAPACITY": 64, "ONEDNN_PRIMITIVE_CACHE_CAPACITY": 256}
+"""Entries kept by ideep's cache (torch's oneDNN layer) and by oneDNN's primitive cache; both default to 1024. A
+capped cache keeps the shapes used most recently, and a miss in ideep's is served by oneDNN's."""
 
 
 @functools.cache
@@ -42,6 +52,12 @@ def limit_arenas(arenas: int = ARENAS) -> bool:
     """Cap the allocator's arenas (for those created from now on); False where it cannot."""
     libc = _libc()
     return bool(libc and libc.mallopt(M_ARENA_MAX, arenas) == 1)
+
+
+def bound_kernel_caches(entries: dict[str, int] = KERNEL_CACHES) -> dict[str, str]:
+    """Cap torch's per-shape kernel caches (read when the first oneDNN pass runs, so call this before any model
+    pass); a value already in the environment is the operator's and stays. Returns what is in force."""
+    return {name: os.environ.setdefault(name, str(count)) for name, count in entries.items()}
 
 
 def trim() -> bool:

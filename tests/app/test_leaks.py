@@ -7,11 +7,17 @@
   copied for downloads for as long as the process lived;
 - native memory freed by runs on Gradio's worker threads stayed resident (glibc's per-thread arenas);
 - Gradio's worker pool grew and shrank with the crowd (up to 40 threads): the soak saw more threads late than
-  in its warm-up.
+  in its warm-up;
+- bf16 passes through oneDNN kept a compiled kernel for every pass shape ever seen, up to 1024 in each of two
+  caches: native memory rose with every new prompt length for hours.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -199,3 +205,56 @@ def test_the_apps_worker_threads_cap_how_many_events_run_at_once() -> None:
     finally:
         demo.close()
     assert peak[0] == 3  # reached, never passed
+
+
+_NEW_SHAPES = """
+import json, sys
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+from app import native_memory
+if sys.argv[1] == "capped":
+    native_memory.bound_kernel_caches({"LRU_CACHE_CAPACITY": 4, "ONEDNN_PRIMITIVE_CACHE_CAPACITY": 16})
+torch.manual_seed(0)
+config = LlamaConfig(vocab_size=512, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+                     num_attention_heads=4, num_key_value_heads=2)
+model = LlamaForCausalLM(config).to(torch.bfloat16).eval()
+def in_use():
+    native_memory.trim()
+    return native_memory.allocator_mb()["in_use"]
+marks = []
+with torch.inference_mode():
+    for length in range(4, 124):
+        model(torch.randint(0, 512, (1, length)))
+        if length in (43, 83, 123):
+            marks.append(in_use())
+print(json.dumps({"fill": marks[1] - marks[0], "after": marks[2] - marks[1]}))
+"""
+
+
+def _growth(mode: str) -> dict[str, float]:
+    """Native MB in use gained over 40 new prompt lengths, after 40 others (`fill`) and after 80 (`after`)."""
+    env = {k: v for k, v in os.environ.items() if k not in native_memory.KERNEL_CACHES}
+    done = subprocess.run([sys.executable, "-c", _NEW_SHAPES, mode], capture_output=True, text=True, env=env,
+                          cwd=Path(__file__).resolve().parents[2], timeout=300, check=True)
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_bf16_kernels_for_new_pass_shapes_stop_piling_up_once_the_caches_are_capped() -> None:
+    """A tiny bf16 model run at 120 prompt lengths: with torch's defaults native memory keeps rising with each new
+    length; with `bound_kernel_caches` it stops once the capped caches are full. Skipped on a CPU whose bf16
+    matmuls keep no per-shape kernels (no oneDNN bf16 path): there is nothing to cap."""
+    if native_memory.allocator_mb() is None:
+        pytest.skip("glibc's mallinfo2 is not available here")
+    default = _growth("default")
+    if default["after"] < 1.0:
+        pytest.skip(f"this CPU's bf16 passes keep no per-shape kernels: {default}")
+    capped = _growth("capped")
+    assert capped["after"] < 0.25 * default["after"], (default, capped)
+
+
+def test_the_app_caps_the_kernel_caches_before_the_first_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    source = Path(__file__).resolve().parents[2].joinpath("app.py").read_text()
+    assert source.index("native_memory.bound_kernel_caches()") < source.index("demo = build_demo()")
+    monkeypatch.setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "99")  # an operator's own setting stays
+    monkeypatch.delenv("LRU_CACHE_CAPACITY", raising=False)  # monkeypatch puts back what was there
+    assert native_memory.bound_kernel_caches() == {"LRU_CACHE_CAPACITY": "64", "ONEDNN_PRIMITIVE_CACHE_CAPACITY": "99"}
