@@ -52,8 +52,8 @@ def main() -> None:
             out = model(torch.randint(0, vocab, (1, 1)), past_key_values=out.past_key_values, use_cache=True)
 
     print(f"{args.dtype}, torch {torch.__version__}, caches: {caps}")
-    for length in (32,) * 5:  # warm-up: the first passes allocate what every later one reuses
-        run(length)
+    for _ in range(5):  # warm-up: the first passes allocate what every later one reuses
+        run(32)
     print("| phase | passes | heap in use, MB | change, MB | seconds |\n|---|---|---|---|---|")
     for name, lengths in PHASES:
         before, start = heap_mb(), time.perf_counter()

@@ -212,21 +212,19 @@ import json, sys
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 from app import native_memory
+from app.tools.kernel_cache_probe import heap_mb
 if sys.argv[1] == "capped":
     native_memory.bound_kernel_caches({"LRU_CACHE_CAPACITY": 4, "ONEDNN_PRIMITIVE_CACHE_CAPACITY": 16})
 torch.manual_seed(0)
 config = LlamaConfig(vocab_size=512, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
                      num_attention_heads=4, num_key_value_heads=2)
 model = LlamaForCausalLM(config).to(torch.bfloat16).eval()
-def in_use():
-    native_memory.trim()
-    return native_memory.allocator_mb()["in_use"]
 marks = []
 with torch.inference_mode():
     for length in range(4, 124):
         model(torch.randint(0, 512, (1, length)))
         if length in (43, 83, 123):
-            marks.append(in_use())
+            marks.append(heap_mb())
 print(json.dumps({"fill": marks[1] - marks[0], "after": marks[2] - marks[1]}))
 """
 
