@@ -21,6 +21,9 @@ from typing import Any
 
 PREFIX = "[held] "
 HEAP_PREFIX = "[heap] "
+TENSOR_PREFIX = "[tensors] "
+TRACE_FROM_MINUTE = int(os.environ.get("VIASD_HELD_TRACE_FROM", "8"))
+"""The minute from which a diagnostic run traces Python's allocations (tracing the model loads would take minutes)."""
 TRACE_FRAMES = 3
 EVERY_S = 60.0
 
@@ -40,7 +43,7 @@ def held(state_holder: Any = None) -> dict[str, object]:
     return {"at": round(time.time(), 1), "memo_mb": memo, "live_grids": grids, "live_points": points,
             "fidelity": len(FIDELITY), "sessions": SESSIONS.visitor_count(), "page_feed": len(FEED),
             "gradio_sessions": len(state_holder.session_data) if state_holder is not None else None,
-            "threads": thread_census(), "native_threads": native_thread_count(),
+            "threads": thread_census(), "native_threads": native_thread_count(), "handles": handle_census(),
             "malloc_mb": native_memory.allocator_mb(), "python_blocks_k": sys.getallocatedblocks() // 1000}
 
 
@@ -52,6 +55,23 @@ def native_thread_count() -> int | None:
     except OSError:
         return None
     return len(tasks - {thread.native_id for thread in threading.enumerate()})
+
+
+def handle_census() -> dict[str, int]:
+    """Open file handles by kind (socket, pipe, anon_inode:...) and regular files by path: the soak counts handles
+    from /proc, and a handle that is never given back shows here by name. Empty where /proc is not."""
+    kinds: Counter[str] = Counter()
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        return {}
+    for name in names:
+        try:
+            target = os.readlink(f"/proc/self/fd/{name}")
+        except OSError:
+            continue  # closed meanwhile, or the listing's own handle
+        kinds[re.sub(r"\[\d+\]$", "", target).rstrip(":")] += 1
+    return dict(kinds)
 
 
 def thread_census() -> dict[str, int]:
@@ -71,14 +91,15 @@ def start_if_asked(state_holder: Callable[[], Any] = lambda: None,
         return None
 
     trace_heap = bool(os.environ.get("VIASD_HELD_TRACEMALLOC"))
-    if trace_heap:
-        tracemalloc.start(TRACE_FRAMES)
 
     def loop() -> None:
-        while True:
+        for minute in range(sys.maxsize):
             print(line(state_holder()), flush=True)
-            if trace_heap:
+            if trace_heap and minute == TRACE_FROM_MINUTE:
+                tracemalloc.start(TRACE_FRAMES)  # from here: tracing the model loads would take many minutes
+            if tracemalloc.is_tracing():
                 print(heap_line(), flush=True)
+                print(tensor_line(), flush=True)
             time.sleep(period_s)
 
     thread = threading.Thread(target=loop, name="viasd-held-log", daemon=True)
@@ -87,14 +108,42 @@ def start_if_asked(state_holder: Callable[[], Any] = lambda: None,
 
 
 def heap_line(top: int = 12) -> str:
-    """Python's largest allocation sites now (with VIASD_HELD_TRACEMALLOC=1, a diagnostic run: it slows the app),
-    so two minutes' lines show which site grows: `[heap] {"file:line <- caller": KiB, ...}`."""
-    stats = tracemalloc.take_snapshot().statistics("traceback")[:top]
+    """Python's largest allocation sites among the blocks allocated since tracing began and still alive (with
+    VIASD_HELD_TRACEMALLOC=1, a diagnostic run: it slows the app), so a site that grows minute after minute is a
+    slow leak's, however small beside the memo: `[heap] {"all sites": KiB, "file:line <- caller": KiB, ...}`. The
+    total beside glibc's heap in use says whether a growth is Python's at all."""
+    snapshot = tracemalloc.take_snapshot()
+    stats = snapshot.statistics("traceback")
+
     def where(frame: tracemalloc.Frame) -> str:
         return f"{frame.filename.rsplit('site-packages/', 1)[-1]}:{frame.lineno}"
 
-    sites = {" <- ".join(where(f) for f in stat.traceback): round(stat.size / 1024) for stat in stats}
+    sites = {"all sites": round(sum(stat.size for stat in stats) / 1024)}
+    sites.update({" <- ".join(where(f) for f in stat.traceback): round(stat.size / 1024) for stat in stats[:top]})
     return HEAP_PREFIX + json.dumps(sites, separators=(",", ":"))
+
+
+def tensor_line() -> str:
+    """Live torch tensors on the CPU by dtype, counted through the garbage collector, storage shared once
+    (diagnostic only: it walks every object). Tensor bytes are malloc'd outside tracemalloc's view, so a growth of
+    glibc's heap with Python's sites flat shows here or nowhere in Python."""
+    import gc
+
+    import torch
+
+    seen: set[int] = set()
+    count: Counter[str] = Counter()
+    mb: Counter[str] = Counter()
+    for obj in gc.get_objects():
+        if issubclass(type(obj), torch.Tensor) and obj.device.type == "cpu" and not obj.is_meta:
+            kind = str(obj.dtype).removeprefix("torch.")
+            count[kind] += 1
+            storage = obj.untyped_storage()
+            if storage.data_ptr() not in seen:
+                seen.add(storage.data_ptr())
+                mb[kind] += storage.nbytes() / 2**20
+    return TENSOR_PREFIX + json.dumps({k: [count[k], round(mb[k], 1)] for k in sorted(count)},
+                                      separators=(",", ":"))
 
 
 def parse(text: str) -> list[dict]:

@@ -59,9 +59,9 @@ def process_sample(pid: int, at_s: float) -> Sample | None:
         status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
                       if ":" in line)
         handles = os.listdir(f"/proc/{pid}/fd")
-    except (OSError, ValueError):
+        mb = {key: int(status[key].split()[0]) / 1024 for key in ("VmRSS", "RssFile")}
+    except (OSError, ValueError, KeyError):  # gone, or a zombie (its status has no memory lines)
         return None
-    mb = {key: int(status[key].split()[0]) / 1024 for key in ("VmRSS", "RssFile")}
     return Sample(at_s, mb["VmRSS"], int(status["Threads"]), len(handles), mb["RssFile"],
                   sum(_is_socket(f"/proc/{pid}/fd/{fd}") for fd in handles))
 

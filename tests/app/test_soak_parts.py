@@ -245,7 +245,36 @@ def test_the_held_log_names_gradio_s_sessions_the_native_heap_and_native_threads
         sites = json.loads(held_log.heap_line()[len(held_log.HEAP_PREFIX):])
     finally:
         tracemalloc.stop()
-    assert max(sites.values()) >= 4096 and any("test_soak_parts.py" in site for site in sites)
+    assert any("test_soak_parts.py" in site and kib >= 4096 for site, kib in sites.items())
+    assert sites["all sites"] >= max(kib for site, kib in sites.items() if site != "all sites")
+
+
+def test_the_held_log_names_open_handles_by_kind_and_live_tensors_by_dtype(tmp_path: Path) -> None:
+    """The sixth soak missed "no growth in handles" by one and could not say which: each minute's line names the
+    handles (a file by its path, sockets and pipes by kind); a diagnostic run also counts live tensors."""
+    import json
+    import socket
+
+    import torch
+
+    from app import held_log
+
+    before = held_log.handle_census()
+    kept_file = open(tmp_path / "kept.log", "w")  # noqa: SIM115  (held open while counted)
+    kept_socket = socket.socket()
+    try:
+        after = held_log.handle_census()
+    finally:
+        kept_file.close()
+        kept_socket.close()
+    assert after[str(tmp_path / "kept.log")] == 1 and str(tmp_path / "kept.log") not in before
+    assert after["socket"] == before.get("socket", 0) + 1
+    assert held_log.held()["handles"] == held_log.handle_census()
+
+    kept = torch.zeros(256, 1024, dtype=torch.bfloat16)
+    counts = json.loads(held_log.tensor_line()[len(held_log.TENSOR_PREFIX):])
+    assert counts["bfloat16"][0] >= 1 and counts["bfloat16"][1] >= 0.5
+    del kept
 
 
 def test_the_minute_table_splits_mapped_file_pages_from_the_rest() -> None:
@@ -261,6 +290,26 @@ def test_the_minute_table_splits_mapped_file_pages_from_the_rest() -> None:
                     for i, s in enumerate(soak.samples)]
     assert [row["file_mb"] for row in soak.rows()] == [301.5, 303.0]  # medians of the samples at 30, 60 | 90 s
     assert "file_mb" in soak.minute_table()
+
+
+def test_a_sample_of_an_app_that_died_is_none_not_a_crash_of_the_sampler() -> None:
+    """A dead app not yet reaped is a zombie whose /proc status has no memory lines: the sampler thread died of a
+    KeyError there (2026-12-05), and the soak then had no samples to say what happened."""
+    import subprocess
+    import sys
+    import time
+
+    from app.tools.soak import process_sample
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        deadline = time.monotonic() + 30
+        while "VmRSS" in Path(f"/proc/{child.pid}/status").read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)  # it has exited once its memory lines are gone; not reaped, it stays a zombie
+        assert "State:\tZ" in Path(f"/proc/{child.pid}/status").read_text()
+        assert process_sample(child.pid, 0.0) is None
+    finally:
+        child.wait()
 
 
 def test_a_bf16_replay_may_part_from_a_fresh_run_only_at_a_measured_near_tie() -> None:
