@@ -222,14 +222,20 @@ def run_soak(minutes: float, visitors: int, out: Path, pair: bool = False, warmu
     print(f"Soak {began}, {minutes:g} min, {visitors} visitors{', the pair loaded' if pair else ''}; load average "
           f"{load_before[0]:.2f} at the start, {load_after[0]:.2f} at the end; checking {len(soak.answers)} "
           "answers…", flush=True)
-    check_all(soak.answers)
     log = out / "app.log"
     held = [{**h, "at_s": h["at"] - wall_started} for h in held_log.parse(log.read_text(errors="replace"))] \
         if log.exists() else []
-    report = SoakReport(soak.answers, soak.samples, minutes, warmup if warmup is not None else min(10.0, minutes / 3),
-                        tracebacks(log), held)
-    write_outputs(report, out)
-    return report
+
+    def report() -> SoakReport:
+        return SoakReport(soak.answers, soak.samples, minutes, warmup if warmup is not None else min(10.0, minutes / 3),
+                          tracebacks(log), held)
+
+    write_outputs(report(), out)  # the hour's figures are on disk before the check, which can take as long again
+    print(f"per-minute figures (answers not yet checked): {out / 'soak.csv'}", flush=True)
+    check_all(soak.answers)
+    checked = report()
+    write_outputs(checked, out)
+    return checked
 
 
 def main(argv: list[str] | None = None) -> int:

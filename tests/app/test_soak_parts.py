@@ -376,3 +376,24 @@ def test_a_stopped_bf16_replay_may_part_only_at_a_near_tie_as_a_finished_one_may
     assert wrong() == "" and asked_at == [2] and "stopped run" in checker.ties[-1]
     monkeypatch.setattr(soak_check, "near_tie", lambda *a: "")
     assert "stopped run" in wrong()
+
+
+def test_the_per_minute_figures_are_on_disk_before_the_answers_are_checked(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check after a one-hour soak takes 20-60 minutes: twice a session ended during it and the hour's /proc
+    samples, which lived only in the soak's memory, were lost. They are written first, then again once checked."""
+    from app.tools import soak
+
+    seen: dict[str, bool] = {}
+
+    def check_all(answers: list[Answer]) -> None:
+        seen["csv"] = (tmp_path / "soak.csv").exists() and (tmp_path / "samples.csv").exists()
+        for answer in answers:
+            answer.wrong = "marked by the check"
+
+    monkeypatch.setattr(soak, "check_all", check_all)
+    monkeypatch.setattr(soak, "write_png", lambda *args: None)
+    report = soak.run_soak(0.02, 0, tmp_path, url="http://127.0.0.1:9/")  # nobody listens: one error, no visitor
+    assert seen == {"csv": True}
+    assert report.wrong and report.answers[-1].action == "answers afterwards"
+    assert (tmp_path / "soak.csv").read_text().splitlines()[1].split(",")[9] == str(len(report.wrong))
