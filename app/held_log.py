@@ -8,6 +8,7 @@ kind; `app.tools.soak` reads the lines back into its per-minute table and chart.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -57,17 +58,18 @@ def native_thread_count() -> int | None:
     return len(tasks - {thread.native_id for thread in threading.enumerate()})
 
 
-def handle_census() -> dict[str, int]:
-    """Open file handles by kind (socket, pipe, anon_inode:...) and regular files by path: the soak counts handles
-    from /proc, and a handle that is never given back shows here by name. Empty where /proc is not."""
+def handle_census(pid: int | str = "self") -> dict[str, int]:
+    """A process's open file handles by kind (socket, pipe, anon_inode:...) and regular files by path: the soak
+    counts them from outside, the app logs them each minute, so a handle that is never given back shows by name.
+    Empty where /proc is not (or the process is gone)."""
     kinds: Counter[str] = Counter()
     try:
-        names = os.listdir("/proc/self/fd")
+        names = os.listdir(f"/proc/{pid}/fd")
     except OSError:
         return {}
     for name in names:
         try:
-            target = os.readlink(f"/proc/self/fd/{name}")
+            target = os.readlink(f"/proc/{pid}/fd/{name}")
         except OSError:
             continue  # closed meanwhile, or the listing's own handle
         kinds[re.sub(r"\[\d+\]$", "", target).rstrip(":")] += 1
@@ -93,7 +95,7 @@ def start_if_asked(state_holder: Callable[[], Any] = lambda: None,
     trace_heap = bool(os.environ.get("VIASD_HELD_TRACEMALLOC"))
 
     def loop() -> None:
-        for minute in range(sys.maxsize):
+        for minute in itertools.count():
             print(line(state_holder()), flush=True)
             if trace_heap and minute == TRACE_FROM_MINUTE:
                 tracemalloc.start(TRACE_FRAMES)  # from here: tracing the model loads would take many minutes

@@ -58,19 +58,12 @@ def process_sample(pid: int, at_s: float) -> Sample | None:
     try:
         status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
                       if ":" in line)
-        handles = os.listdir(f"/proc/{pid}/fd")
         mb = {key: int(status[key].split()[0]) / 1024 for key in ("VmRSS", "RssFile")}
     except (OSError, ValueError, KeyError):  # gone, or a zombie (its status has no memory lines)
         return None
-    return Sample(at_s, mb["VmRSS"], int(status["Threads"]), len(handles), mb["RssFile"],
-                  sum(_is_socket(f"/proc/{pid}/fd/{fd}") for fd in handles))
-
-
-def _is_socket(path: str) -> bool:
-    try:
-        return os.readlink(path).startswith("socket:")
-    except OSError:  # closed since the listing
-        return False
+    handles = held_log.handle_census(pid)
+    return Sample(at_s, mb["VmRSS"], int(status["Threads"]), sum(handles.values()), mb["RssFile"],
+                  handles.get("socket", 0))
 
 
 class Soak:
@@ -226,9 +219,10 @@ def run_soak(minutes: float, visitors: int, out: Path, pair: bool = False, warmu
     held = [{**h, "at_s": h["at"] - wall_started} for h in held_log.parse(log.read_text(errors="replace"))] \
         if log.exists() else []
 
+    app_tracebacks, warmup_min = tracebacks(log), warmup if warmup is not None else min(10.0, minutes / 3)
+
     def report() -> SoakReport:
-        return SoakReport(soak.answers, soak.samples, minutes, warmup if warmup is not None else min(10.0, minutes / 3),
-                          tracebacks(log), held)
+        return SoakReport(soak.answers, soak.samples, minutes, warmup_min, app_tracebacks, held)
 
     write_outputs(report(), out)  # the hour's figures are on disk before the check, which can take as long again
     print(f"per-minute figures (answers not yet checked): {out / 'soak.csv'}", flush=True)
