@@ -396,4 +396,5 @@ def test_the_per_minute_figures_are_on_disk_before_the_answers_are_checked(tmp_p
     report = soak.run_soak(0.02, 0, tmp_path, url="http://127.0.0.1:9/")  # nobody listens: one error, no visitor
     assert seen == {"csv": True}
     assert report.wrong and report.answers[-1].action == "answers afterwards"
-    assert (tmp_path / "soak.csv").read_text().splitlines()[1].split(",")[9] == str(len(report.wrong))
+    first_minute = next(csv.DictReader((tmp_path / "soak.csv").read_text().splitlines()))
+    assert first_minute["wrong"] == str(len(report.wrong))
