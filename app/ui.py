@@ -12,6 +12,7 @@ import gradio as gr
 
 from app.closed_tabs import ClosedTabs
 from app.notch import HEAD
+from app.session_components import keep_replaced_ids
 from app.share import SharePanel
 from app.tabs.about import AboutTab
 from app.tabs.classroom import CSS as CLASSROOM_CSS
@@ -38,6 +39,7 @@ INTRO = ("### VIA-SD Explorer · a drafter guesses ahead; each guess is **truste
 
 def build_demo() -> gr.Blocks:
     """Build the whole app (no model is loaded here; the first model event or the warm-up loads it)."""
+    keep_replaced_ids()  # a session's copy of the page stays the page's size (app/session_components.py)
     with gr.Blocks(title="VIA-SD Explorer", delete_cache=DELETE_CACHE) as demo:
         gr.Markdown(INTRO, elem_id="viasd-intro")
         with gr.Tabs():
