@@ -12,7 +12,9 @@ classes); with --pair, one visitor loads the Qwen2.5-Coder pair after a minute w
 and three visitors then move to it and back (app/tools/soak_actions.py). The app process is sampled
 from /proc every few seconds (resident memory, threads, open handles), and the app logs the size of each of its
 bounded stores once a minute (app/held_log.py: prediction memos, grids, the app's and Gradio's sessions, glibc's
-heap in use and freed-but-kept, the threads Python did not start). A tab the soak opens holds Gradio's heartbeat
+heap in use and freed-but-kept, the threads Python did not start). The soak rests twice, after the warm-up and
+after the last minute (`REST_S`): threads and handles are judged at rest, where only what is never given back
+remains. A tab the soak opens holds Gradio's heartbeat
 and closes as a browser tab does, so the app forgets it as it would a visitor's. After the soak every answer
 is checked against a fresh engine run of the same request (app/tools/soak_check.py).
 
@@ -50,6 +52,11 @@ PAIR_AFTER_S = 60.0
 BACK_ON_SMOL_S = (60.0, 180.0)
 """How long a pair visitor who went back to SmolLM2 stays there before picking the pair again."""
 THINK_S = (0.5, 3.0)
+REST_S = 20.0
+"""A rest: no visitor starts an action until every action in flight has ended and this long has passed. Then the
+app holds only what it keeps for good: Gradio's idle workers leave after 10 s, idle keep-alive sockets after 5 s.
+The soak rests at the end of the warm-up and after the last minute; threads or handles that grow between the two
+rests were never given back, whatever the load in between."""
 
 
 def process_sample(pid: int, at_s: float) -> Sample | None:
@@ -70,8 +77,9 @@ class Soak:
     """Visitors, the sampler and the pair's schedule; `answers` and `samples` grow while it runs."""
 
     def __init__(self, url: str, pid: int | None, minutes: float, visitors: int, pair: bool, seed: int,
-                 downloads: Path) -> None:
+                 downloads: Path, warmup_min: float = 0.0) -> None:
         self.url, self.pid, self.visitors, self.pair, self.seed = url, pid, visitors, pair, seed
+        self.warmup_s = warmup_min * 60
         self.downloads = str(downloads)  # the clients' copies of the trace files, in the output folder
         self.started = time.monotonic()
         self.deadline = self.started + minutes * 60
@@ -80,6 +88,26 @@ class Soak:
         self.pair_loaded = threading.Event()
         self._pair_again: dict[int, float] = {}  # visitor -> when it may pick the pair again
         self._lock = threading.Lock()
+        self.at_rest: list[Sample] = []  # the app at the end of each rest: after the warm-up, after the last minute
+        self._busy = 0  # actions in flight
+        self._awake = threading.Event()  # cleared during a rest: visitors start nothing
+        self._awake.set()
+
+    def _rest(self) -> None:
+        """Let every action in flight end, wait `REST_S`, then note the app's threads and handles."""
+        self._awake.clear()
+        while self._busy:
+            time.sleep(0.2)
+        time.sleep(REST_S)
+        sample = process_sample(self.pid, time.monotonic() - self.started) if self.pid is not None else None
+        if sample is not None:
+            self.at_rest.append(sample)
+        self._awake.set()
+
+    def _rest_after_warmup(self) -> None:
+        time.sleep(max(0.0, self.started + self.warmup_s - time.monotonic()))
+        if time.monotonic() < self.deadline:
+            self._rest()
 
     def _sample(self) -> None:
         while time.monotonic() < self.deadline and self.pid is not None:
@@ -107,12 +135,18 @@ class Soak:
                     self._record(Answer("connect", index, time.monotonic() - self.started, error=str(exc)[:200]))
                     time.sleep(5)
                     continue
+            self._awake.wait()
             action = self._next(visitor)
+            with self._lock:
+                self._busy += 1
             try:
                 answer = actions.ACTIONS[action](visitor)
             except Exception as exc:  # noqa: BLE001  (every failure is counted; none stops the visitor)
                 answer = Answer(action, index, time.monotonic() - self.started,
                                 error=f"{type(exc).__name__}: {str(exc).strip()[:200]}")
+            finally:
+                with self._lock:
+                    self._busy -= 1
             if action == "switch" and visitor.models is not None:
                 self.pair_loaded.set()
             elif action == "switch":
@@ -126,6 +160,8 @@ class Soak:
 
     def run(self) -> None:
         threads = [threading.Thread(target=self._sample, daemon=True)]
+        if self.warmup_s and self.pid is not None:
+            threads.append(threading.Thread(target=self._rest_after_warmup, daemon=True))
         for index in range(self.visitors):
             threads.append(threading.Thread(target=self._visit, args=(index,), daemon=True))
         for thread in threads:
@@ -133,6 +169,8 @@ class Soak:
             time.sleep(0.3)  # visitors arrive a moment apart, like people
         for thread in threads:
             thread.join(timeout=max(0.0, self.deadline - time.monotonic()) + 900)
+        if self.warmup_s and self.pid is not None:
+            self._rest()  # the visitors have left: what the app holds now, beside what it held after the warm-up
 
 
 def check_all(answers: list[Answer], checker: Checker | None = None) -> None:
@@ -197,8 +235,9 @@ def run_soak(minutes: float, visitors: int, out: Path, pair: bool = False, warmu
         process, url = launch_app(log=out / "app.log", env={"VIASD_HELD_LOG": "1"})  # its stores, once a minute
         pid = process.pid
     began, load_before = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), os.getloadavg()
+    warmup_min = warmup if warmup is not None else min(10.0, minutes / 3)
     try:
-        soak = Soak(url, pid, minutes, visitors, pair, seed, out / "downloads")
+        soak = Soak(url, pid, minutes, visitors, pair, seed, out / "downloads", warmup_min)
         wall_started = time.time() - (time.monotonic() - soak.started)
         soak.run()
         try:
@@ -219,10 +258,10 @@ def run_soak(minutes: float, visitors: int, out: Path, pair: bool = False, warmu
     held = [{**h, "at_s": h["at"] - wall_started} for h in held_log.parse(log.read_text(errors="replace"))] \
         if log.exists() else []
 
-    app_tracebacks, warmup_min = tracebacks(log), warmup if warmup is not None else min(10.0, minutes / 3)
+    app_tracebacks = tracebacks(log)
 
     def report() -> SoakReport:
-        return SoakReport(soak.answers, soak.samples, minutes, warmup_min, app_tracebacks, held)
+        return SoakReport(soak.answers, soak.samples, minutes, warmup_min, app_tracebacks, held, soak.at_rest)
 
     write_outputs(report(), out)  # the hour's figures are on disk before the check, which can take as long again
     print(f"per-minute figures (answers not yet checked): {out / 'soak.csv'}", flush=True)

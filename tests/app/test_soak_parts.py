@@ -78,6 +78,36 @@ def test_a_pool_that_follows_demand_is_not_growth_but_a_thread_or_handle_never_g
     assert not handles(leaked, visitors)[0]
 
 
+def test_at_rest_only_what_was_never_given_back_counts_as_growth() -> None:
+    """With the soak's two rests, threads and handles are judged at rest, whatever the load did in between."""
+    busier_late = [12, 16] * 10 + [13, 18] * 10  # under load, the fewest rose by one
+    soak = report([2000.0] * 40, threads=busier_late)
+    assert not met(soak)["no growth in threads"]  # no rests: judged by the floors under load
+    soak.at_rest = [Sample(600.0, 2000.0, 11, 24), Sample(1230.0, 2000.0, 11, 24)]
+    verdict = next(numbers for name, _, numbers in soak.verdicts() if name == "no growth in threads")
+    assert met(soak)["no growth in threads"] and verdict.startswith("at rest 11 after the warm-up, 11 after")
+    soak.at_rest[1] = Sample(1230.0, 2000.0, 11, 25)  # a handle never closed
+    assert met(soak)["no growth in threads"] and not met(soak)["no growth in handles"]
+
+
+def test_a_rest_waits_for_every_action_in_flight_then_notes_the_app(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from app.tools import soak
+
+    monkeypatch.setattr(soak, "REST_S", 0.1)
+    resting = soak.Soak("http://127.0.0.1:9/", os.getpid(), 1.0, 0, False, 0, Path("unused"), warmup_min=1.0)
+    resting._busy = 1  # a visitor's run still going
+    thread = threading.Thread(target=resting._rest)
+    thread.start()
+    thread.join(timeout=0.5)
+    assert thread.is_alive() and not resting._awake.is_set() and not resting.at_rest  # nobody starts; not noted yet
+    resting._busy = 0
+    thread.join(timeout=5)
+    assert resting._awake.is_set() and len(resting.at_rest) == 1
+    assert resting.at_rest[0].threads >= 2 and resting.at_rest[0].handles > 0  # this process, from /proc
+
+
 def test_the_csv_has_one_row_per_minute_with_memory_latency_and_counts(tmp_path: Path) -> None:
     soak = report([2000.0 + i for i in range(40)])
     soak.write_csv(tmp_path / "soak.csv")
