@@ -103,6 +103,11 @@ def recorded_screen(name: str, session: str = "") -> dict[str, Any] | None:
     return {"outputs": update, "settings": settings, "models": (verifier, drafter, quant or None)}
 
 
+STOP_REQUESTED_JS = ("(status) => (status || '').startsWith('…') ? '■ Stop requested: the run ends after its current "
+                     "round and shows what it has.' : status")
+"""While a run streams (its status line starts with "…"), the Stop button says at once that a stop was asked for."""
+
+
 class GenerateTab:
     """Builds the tab inside the current Blocks; `widgets` holds the `Settings` inputs by field name."""
 
@@ -206,10 +211,12 @@ class GenerateTab:
                 for name, label in SLIDER_LABELS.items()}
 
     def stop(self, request: gr.Request = None) -> dict:
-        """Ask this session's run to stop after its current round; it then shows the partial result."""
+        """Ask this session's run to stop after its current round; it then shows the partial result. The page has
+        already said "Stop requested" (`STOP_REQUESTED_JS`): a reply saying so could reach the page after the run's
+        own "Stopped early" line and put a stale line back (CI saw it under load), so a stop that was requested
+        writes nothing here."""
         if SESSIONS.request_stop(session_id(request)):
-            return {self.out["status"]: "■ Stop requested: the run ends after its current round and shows what "
-                                        "it has."}
+            return {self.out["status"]: gr.skip()}
         return {self.out["status"]: "Nothing to stop: no run of yours is in progress."}
 
     def ready(self, request: gr.Request = None) -> dict:
@@ -286,6 +293,8 @@ class GenerateTab:
         for name, button in self.recorded_buttons.items():
             button.click(self.show_recorded(name), None, screen_outputs, queue=False, api_visibility="private")
         self.three.click(self.show_recorded("opening"), None, screen_outputs, queue=False, api_visibility="private")
+        self.stop_btn.click(None, self.out["status"], self.out["status"], js=STOP_REQUESTED_JS, queue=False,
+                            api_visibility="private")  # said at once in the page, before the run's last line
         self.stop_btn.click(self.stop, None, self.out["status"], api_name="stop", queue=False)
         self.widgets["mode"].change(self.tier_sliders, self.widgets["mode"],
                                     [self.widgets["tau_accept"], self.widgets["tau_slim"]], queue=False,

@@ -334,9 +334,10 @@ def test_a_sample_of_an_app_that_died_is_none_not_a_crash_of_the_sampler() -> No
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     try:
         deadline = time.monotonic() + 30
-        while "VmRSS" in Path(f"/proc/{child.pid}/status").read_text() and time.monotonic() < deadline:
-            time.sleep(0.05)  # it has exited once its memory lines are gone; not reaped, it stays a zombie
-        assert "State:\tZ" in Path(f"/proc/{child.pid}/status").read_text()
+        while "State:\tZ" not in Path(f"/proc/{child.pid}/status").read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)  # exited and not reaped: a zombie (its memory lines go a moment before its state turns Z)
+        status = Path(f"/proc/{child.pid}/status").read_text()
+        assert "State:\tZ" in status and "VmRSS" not in status
         assert process_sample(child.pid, 0.0) is None
     finally:
         child.wait()
