@@ -80,6 +80,7 @@ class Soak:
                  downloads: Path, warmup_min: float = 0.0) -> None:
         self.url, self.pid, self.visitors, self.pair, self.seed = url, pid, visitors, pair, seed
         self.warmup_s = warmup_min * 60
+        self.rests = bool(warmup_min) and pid is not None  # rests need a warm-up to end and a process to sample
         self.downloads = str(downloads)  # the clients' copies of the trace files, in the output folder
         self.started = time.monotonic()
         self.deadline = self.started + minutes * 60
@@ -99,7 +100,7 @@ class Soak:
         while self._busy:
             time.sleep(0.2)
         time.sleep(REST_S)
-        sample = process_sample(self.pid, time.monotonic() - self.started) if self.pid is not None else None
+        sample = process_sample(self.pid, time.monotonic() - self.started)
         if sample is not None:
             self.at_rest.append(sample)
         self._awake.set()
@@ -160,7 +161,7 @@ class Soak:
 
     def run(self) -> None:
         threads = [threading.Thread(target=self._sample, daemon=True)]
-        if self.warmup_s and self.pid is not None:
+        if self.rests:
             threads.append(threading.Thread(target=self._rest_after_warmup, daemon=True))
         for index in range(self.visitors):
             threads.append(threading.Thread(target=self._visit, args=(index,), daemon=True))
@@ -169,7 +170,7 @@ class Soak:
             time.sleep(0.3)  # visitors arrive a moment apart, like people
         for thread in threads:
             thread.join(timeout=max(0.0, self.deadline - time.monotonic()) + 900)
-        if self.warmup_s and self.pid is not None:
+        if self.rests:
             self._rest()  # the visitors have left: what the app holds now, beside what it held after the warm-up
 
 
