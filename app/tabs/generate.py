@@ -10,6 +10,7 @@ sliders re-route on release (no button).
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict
 from typing import Any
 
@@ -18,7 +19,7 @@ import gradio as gr
 from app import live_load, recorded, streaming
 from app.gpu import on_gpu, settings_seconds
 from app.guard import reports_errors
-from app.model_thread import MODEL, model_event
+from app.model_thread import MODEL, REROUTE, model_event, model_steps
 from app.notch import NotchPanel, drawn_html
 from app.prefetch import STEP
 from app.run_views import computed_update, status_line
@@ -75,18 +76,31 @@ def _run(settings: Settings, session: str, replay: bool, models: tuple[str, str]
     yield from _noted(streaming.run(settings, session, replay=replay, models=models), notes)
 
 
+def _reroute_phase(settings: Settings) -> str:
+    return f"Re-routed in {{seconds:.2f}} s to τ {settings.tau_accept:g} / {settings.tau_slim:g}"
+
+
 @reports_errors("status", suffix=" — still showing the last good result")
-@on_gpu(settings_seconds)
-def _reroute(settings: Settings, session: str, previous: Any, reliability: Any):
+def _reroute_at_once(settings: Settings, session: str, previous: Any, reliability: Any) -> dict | None:
+    """The re-route's answer when no model must run: a bad value, a refusal, a computed point of the run's grid
+    (or why a recorded grid's point outside it needs the models); None when the model must run. Served outside the
+    model queue, so a notch already computed answers at once even while other visitors' runs queue."""
     settings, notes = settings.clamped()
     settings.config()  # a bad value stops here, before anything on screen changes
     refusal = streaming.reroute_refusal(settings, previous)
     if refusal is not None:
-        yield {"status": refusal}
-        return
-    phase = f"Re-routed in {{seconds:.2f}} s to τ {settings.tau_accept:g} / {settings.tau_slim:g}"
-    yield from _noted(streaming.run(settings, session, replay=True, phase=phase, previous=previous,
-                                    reliability=reliability), notes)
+        return {"status": refusal}
+    _, done = streaming.grid_point(settings, previous, session, _reroute_phase(settings), time.perf_counter(),
+                                   reliability)
+    return None if done is None else next(_noted([done], notes))
+
+
+@reports_errors("status", suffix=" — still showing the last good result")
+@on_gpu(settings_seconds)
+def _reroute(settings: Settings, session: str, previous: Any, reliability: Any):
+    settings, notes = settings.clamped()
+    yield from _noted(streaming.run(settings, session, replay=True, phase=_reroute_phase(settings),
+                                    previous=previous, reliability=reliability), notes)
 
 
 def recorded_screen(name: str, session: str = "") -> dict[str, Any] | None:
@@ -192,13 +206,16 @@ class GenerateTab:
         for update in _run(Settings.from_values(**values), session_id(request), False, models):
             yield self._keyed(update)
 
-    @model_event
     def reroute(self, request: gr.Request = None, previous: Any = None, grid: Any = None, reliability: Any = None,
                 **values: Any):
-        """Live threshold update: a computed point at once, else a replay from the memo, streaming; a bad value
-        keeps the last good result."""
-        settings = Settings.from_values(**values)
-        for update in _reroute(settings, session_id(request), previous, reliability):
+        """Live threshold update: a computed point at once, without waiting for the model; else, in the model's
+        turn, a replay from the memo, streaming; a bad value keeps the last good result."""
+        settings, session = Settings.from_values(**values), session_id(request)
+        answer = _reroute_at_once(settings, session, previous, reliability)
+        waiting = {"status": "… Waiting for the model: another run is using it; this re-route goes next."}
+        updates = [answer] if answer is not None else model_steps(
+            lambda: _reroute(settings, session, previous, reliability), waiting)
+        for update in updates:
             if "files" in update and grid is not None:  # the last update: the Compare grid's star moves too
                 update["tradeoff_plot"] = charts.tradeoff_figure(grid, settings.tau_accept, settings.tau_slim)
             yield self._keyed(update)
@@ -278,8 +295,9 @@ class GenerateTab:
         reroute = gr.on([self.widgets[n].release for n in streaming.LIVE], self.reroute, None,
                         [*out, tradeoff_plot], api_name="reroute", trigger_mode="always_last",
                         show_progress_on=[self.out["status"], self.out["metrics"]],  # the page drew text and headline
-                        **{**common, "inputs_kwargs": {**self.widgets, "previous": self.out["trace"],
-                                                       "grid": grid_state, "reliability": self.out["reliability"]}})
+                        **{**common, **REROUTE, "inputs_kwargs": {**self.widgets, "previous": self.out["trace"],
+                                                                  "grid": grid_state,
+                                                                  "reliability": self.out["reliability"]}})
         self.notch.wire({n: self.widgets[n] for n in streaming.LIVE}, reroute)
         runs = {**common, "cancels": [reroute]}  # Run never waits behind a re-route: it replaces it
         prepare = {"fn": self.prepare, "inputs": [*model_boxes, self.widgets["prompt"]],

@@ -12,7 +12,7 @@ import gradio as gr
 import pytest
 import torch
 
-from app.model_thread import NAME, model_event, on_model_thread
+from app.model_thread import NAME, TURN, model_event, model_steps, on_model_thread
 
 VISITOR = contextvars.ContextVar("visitor", default="nobody")
 
@@ -62,6 +62,43 @@ def test_the_caller_s_context_goes_along_and_a_nested_call_does_not_wait_on_itse
     finally:
         VISITOR.reset(token)
     assert seen == "ada" and nested_thread.startswith(NAME)
+
+
+def test_a_model_event_holds_the_model_s_turn_for_its_whole_life_and_gives_it_back() -> None:
+    def handler():
+        yield TURN.locked()
+        yield TURN.locked()
+
+    stream = model_event(handler)()
+    assert not TURN.locked()  # creating the stream takes nothing
+    assert next(stream) is True and next(stream) is True
+    stream.close()  # cancelled between steps
+    assert not TURN.locked()
+    assert model_event(lambda: TURN.locked())() is True and not TURN.locked()
+    assert model_event(lambda: model_event(lambda: TURN.locked())())() is True  # nested: no wait on itself
+
+
+def test_model_steps_wait_for_the_turn_saying_so_then_run_on_the_model_thread() -> None:
+    """What a re-route that must run the model does: it waits for the event in progress, yielding (so a cancel can
+    end the wait), then streams on the model thread holding the turn, and gives it back."""
+    def stream():
+        yield {"step": threading.current_thread().name, "held": TURN.locked()}
+
+    TURN.acquire()  # another event's run
+    steps = model_steps(stream, {"status": "waiting"})
+    assert next(steps) == {"status": "waiting"}
+    assert next(steps) == {}  # still waiting, after one poll
+    TURN.release()
+    assert next(steps) == {"step": f"{NAME}_0", "held": True}
+    assert list(steps) == [] and not TURN.locked()
+
+    waiting = model_steps(stream, {"status": "waiting"})
+    TURN.acquire()
+    assert next(waiting) == {"status": "waiting"}
+    waiting.close()  # Run cancelled it while it waited: it never held the turn, so it gives back nothing
+    assert TURN.locked()
+    TURN.release()
+    assert list(model_steps(stream, {"status": "waiting"})) == [{"step": f"{NAME}_0", "held": True}]  # free: no wait
 
 
 def _threads() -> int:
