@@ -19,6 +19,7 @@ from collections.abc import Iterator
 
 from app.fidelity_cache import FIDELITY
 from app.grids import RunGrid
+from app.model_thread import turn_borrowed
 from core import ModelBundle, generate
 from core.round_policy import thresholds_apply
 from core.sweeps.grid import STEP
@@ -59,6 +60,8 @@ class Prefetcher:
         """Start computing the points `grid` still misses (VIA-SD only: other modes ignore the thresholds);
         False when there is nothing to compute."""
         if not thresholds_apply(grid.config.mode) or not grid.missing():  # no threshold acts in other modes
+            return False
+        if turn_borrowed():  # a re-route between two rounds of another run: that run still needs the CPU
             return False
         with self._lock:
             self._cancel.set()  # a job still running (another visitor's) gives way to the newer one

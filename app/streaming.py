@@ -20,6 +20,7 @@ import torch
 from app import live_load
 from app.fidelity_cache import FIDELITY
 from app.grids import GRIDS, models_of
+from app.model_thread import lend_turn
 from app.prefetch import PREFETCHER
 from app.recorded import models_named
 from app.run_views import charts_update, computed_update, export_files, prediction, status_line, text_update
@@ -154,6 +155,7 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "", prev
             progress = f"{label}: {len(trace.tokens)}/{config.max_new_tokens} tokens, round {len(trace.rounds)}"
             cut = len(trace.rolled_back)  # the text may shrink between updates: an audit cut it back
             progress += (f", the audit cut {cut} token{'s' * (cut != 1)} so far…" if cut else "…")
+            lend_turn()  # between two rounds: a slider waiting for the model re-routes now, not after this run
             yield {"tokens": render.tokens_html(trace, pending=previous), "status": f"… {progress}",
                    "headline": cards.headline_html(summarize(trace), progress=progress)}
         if trace is None:

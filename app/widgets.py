@@ -30,3 +30,10 @@ def lenient(slider: gr.Slider) -> gr.Slider:
         raise ValueError("a lenient slider needs an elem_id")
     _LENIENT_IDS.add(slider.elem_id)
     return slider
+
+
+def stop_requested_js(line: str) -> str:
+    """A Stop button's page-side handler: while a run streams (its status line starts with "…"), `line` at once.
+    The server's reply to a stop that was requested writes nothing: sent later, it could land after the run's own
+    "Stopped" line and put a stale one back."""
+    return f"(status) => (status || '').startsWith('…') ? {line!r} : status"

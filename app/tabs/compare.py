@@ -22,6 +22,7 @@ from app.views.grid_chart import row_name, tradeoff_figure
 from app.views.numbers import speed_text
 from app.views.recommend import DEFAULT_BUDGET, recommendation
 from app.views.tradeoff_chart import tradeoff_chart
+from app.widgets import stop_requested_js
 from core import attach_fidelity, generate, summarize
 from core.analysis.tradeoffs import scheme_points, sweep_schemes, threshold_grid
 from core.errors import ConfigError, shown
@@ -33,6 +34,7 @@ MODES = {"plain": "Plain decoding", "sd": "Classic speculative decoding", "via":
 EXPLAIN = {"plain": "the full model alone: the reference the others are compared with",
            "sd": "every draft token checked by the full model", "via": "three tiers at the thresholds below"}
 COMPARE_OUTPUTS = ("plain", "sd", "via", "table", "status")
+COMPARE_STOP_JS = stop_requested_js("■ Stop requested: the mode running now ends after its current round.")
 GRID_OUTPUTS = ("tradeoff_plot", "grid_table", "grid_status", "grid")
 SCHEME_OUTPUTS = ("schemes_plot", "schemes_status", "points", "schemes_table")
 
@@ -71,11 +73,10 @@ def parse_values(text: str) -> list[float]:
 @on_gpu(compare_seconds)
 def _compare(settings: Settings, session: str, real_timing: bool):
     config = settings.config()
-    yield {"status": "… Loading the model…" if not SESSIONS.is_loaded() else "… Running plain decoding…"}
-    bundle = SESSIONS.bundle(session)
-    should_stop = SESSIONS.start_job(session)
-    traces = {}
-    with PREFETCHER.foreground():
+    with SESSIONS.job(session) as should_stop, PREFETCHER.foreground():  # a job from its first line: Stop sees it
+        yield {"status": "… Loading the model…" if not SESSIONS.is_loaded() else "… Running plain decoding…"}
+        bundle = SESSIONS.bundle(session)
+        traces = {}
         for mode in MODES:
             trace = generate(bundle, settings.prompt, config.with_(mode=mode), replay=not real_timing,
                              should_stop=should_stop)
@@ -143,7 +144,7 @@ class CompareTab:
         with gr.Row():
             self.button = gr.Button("Compare plain / classic SD / VIA‑SD", variant="primary", elem_id="viasd-compare")
             self.real_timing = gr.Checkbox(True, label="Real timing (every pass runs; slower but honest tokens/s)")
-            self.stop_btn = gr.Button("■ Stop", variant="stop")
+            self.stop_btn = gr.Button("■ Stop", variant="stop", elem_id="viasd-compare-stop")
         status = gr.Markdown("", elem_id="viasd-compare-status")
         texts = {}
         with gr.Row():
@@ -208,8 +209,11 @@ class CompareTab:
         return {self.schemes_out[name]: value for name, value in update.items()}
 
     def stop(self, request: gr.Request = None) -> dict:
-        SESSIONS.request_stop(session_id(request))
-        return {self.compare_out["status"]: "■ Stop requested: the mode running now ends after its current round."}
+        """As the Generate tab's Stop: the page said "Stop requested" already (a reply saying it again could land
+        after the comparison's own "Stopped" line); only "nothing to stop" comes from here."""
+        if SESSIONS.request_stop(session_id(request)):
+            return {self.compare_out["status"]: gr.skip()}
+        return {self.compare_out["status"]: "Nothing to stop: no comparison of yours is running."}
 
     def wire(self, widgets: dict[str, gr.components.Component]) -> None:
         # API order: the Generate tab's settings first, then this tab's own input
@@ -224,5 +228,7 @@ class CompareTab:
         self.schemes_btn.click(self.schemes, None, list(self.schemes_out.values()), inputs_kwargs=widgets,
                                api_name="schemes", **MODEL).then(**advise)
         self.budget.change(**advise)
-        self.stop_btn.click(self.stop, None, self.compare_out["status"], api_visibility="private", queue=False)
+        status = self.compare_out["status"]
+        self.stop_btn.click(None, status, status, js=COMPARE_STOP_JS, queue=False, api_visibility="private")
+        self.stop_btn.click(self.stop, None, status, api_visibility="private", queue=False)
 

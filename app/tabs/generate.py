@@ -28,7 +28,7 @@ from app.settings import DEFAULT, THREE_TIER, Settings
 from app.tabs.generate_layout import decoding_settings, lower_half
 from app.views import cards, charts, render
 from app.views.page_grid import FEED, page_json
-from app.widgets import lenient
+from app.widgets import lenient, stop_requested_js
 from core import EMBEDDED_ID
 from core.limits import MAX_GAMMA
 from core.round_policy import thresholds_apply
@@ -117,9 +117,7 @@ def recorded_screen(name: str, session: str = "") -> dict[str, Any] | None:
     return {"outputs": update, "settings": settings, "models": (verifier, drafter, quant or None)}
 
 
-STOP_REQUESTED_JS = ("(status) => (status || '').startsWith('…') ? '■ Stop requested: the run ends after its current "
-                     "round and shows what it has.' : status")
-"""While a run streams (its status line starts with "…"), the Stop button says at once that a stop was asked for."""
+STOP_REQUESTED_JS = stop_requested_js("■ Stop requested: the run ends after its current round and shows what it has.")
 
 
 class GenerateTab:

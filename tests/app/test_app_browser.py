@@ -262,6 +262,27 @@ def test_compare_streams_modes_and_marks_every_kind_of_difference(page) -> None:
     page.get_by_role("tab", name=re.compile("Generate")).click()
 
 
+def test_compare_s_stop_says_so_at_once_and_never_puts_a_stale_line_back(page) -> None:
+    compare_status = "() => document.querySelector('#viasd-compare-status')?.innerText || ''"
+    _set_max_tokens(page, 300)
+    page.get_by_role("tab", name=re.compile("Compare")).click()
+    page.get_by_label(re.compile("Real timing")).check()
+    try:
+        page.click("#viasd-compare")
+        page.wait_for_function(f"() => ({compare_status})().startsWith('…')", timeout=120_000)
+        page.click("#viasd-compare-stop")
+        assert page.evaluate(compare_status).startswith("■ Stop requested")  # said in the page, no round trip
+        page.wait_for_function(f"() => ({compare_status})().startsWith('Stopped during')", timeout=120_000)
+        page.wait_for_timeout(1_000)
+        assert page.evaluate(compare_status).startswith("Stopped during"), "a stale line came back"
+        page.click("#viasd-compare-stop")  # nothing runs now: Stop says so instead of promising a stop
+        page.wait_for_function(f"() => ({compare_status})().includes('Nothing to stop')")
+    finally:  # the module's page as the other tests expect it
+        page.get_by_label(re.compile("Real timing")).uncheck()
+        page.get_by_role("tab", name=re.compile("Generate")).click()
+        _set_max_tokens(page, 16)
+
+
 def test_stop_returns_the_partial_result_with_its_metrics(page) -> None:
     _set_max_tokens(page, 300)
     page.click("#viasd-run")

@@ -220,6 +220,7 @@ def test_models_can_be_switched_per_session_and_bad_ids_leave_the_app_working(ap
 
 
 def test_the_runs_grid_is_prefetched_nearest_first_so_a_one_notch_drag_computes_nothing(app_client: object) -> None:
+    import threading
     import time
 
     from app.grids import GRIDS
@@ -246,6 +247,16 @@ def test_the_runs_grid_is_prefetched_nearest_first_so_a_one_notch_drag_computes_
         result = job.result(timeout=60)
     assert "Re-routed" in result[1]
     assert memo.misses == misses, "a computed point of the grid needs no model prediction"
+
+    far = grid.grid.nearest_first(Point(0.45, 0.3, TEST_SETTINGS.gamma))[-1]
+    assert grid.trace(far) is None  # the prefetch stopped long before it: this re-route must run the model
+    TURN.acquire()
+    threading.Timer(3.0, TURN.release).start()  # another visitor's run, ending in 3 s
+    job = app_client.submit(PROMPT, *settings_with(tau_accept=far.tau_accept, tau_slim=far.tau_slim, gamma=far.gamma),
+                            api_name="/reroute")
+    result = job.result(timeout=300)
+    assert "Re-routed" in result[1] and memo.misses > misses
+    assert any("Waiting for the model" in update[1] for update in job.outputs())  # said while it waited
 
 
 def test_two_visitors_at_once_both_get_their_own_complete_run(app_url: str) -> None:

@@ -12,7 +12,7 @@ import gradio as gr
 import pytest
 import torch
 
-from app.model_thread import NAME, TURN, model_event, model_steps, on_model_thread
+from app.model_thread import NAME, TURN, lend_turn, model_event, model_steps, on_model_thread, turn_borrowed
 
 VISITOR = contextvars.ContextVar("visitor", default="nobody")
 
@@ -64,7 +64,7 @@ def test_the_caller_s_context_goes_along_and_a_nested_call_does_not_wait_on_itse
     assert seen == "ada" and nested_thread.startswith(NAME)
 
 
-def test_a_model_event_holds_the_model_s_turn_for_its_whole_life_and_gives_it_back() -> None:
+def test_a_model_event_holds_the_turn_until_a_step_lends_it_and_gives_it_back() -> None:
     def handler():
         yield TURN.locked()
         yield TURN.locked()
@@ -87,7 +87,7 @@ def test_model_steps_wait_for_the_turn_saying_so_then_run_on_the_model_thread() 
     TURN.acquire()  # another event's run
     steps = model_steps(stream, {"status": "waiting"})
     assert next(steps) == {"status": "waiting"}
-    assert next(steps) == {}  # still waiting, after one poll
+    assert next(steps) == {"status": "waiting"}  # still waiting, after one poll (Gradio takes no empty update)
     TURN.release()
     assert next(steps) == {"step": f"{NAME}_0", "held": True}
     assert list(steps) == [] and not TURN.locked()
@@ -99,6 +99,34 @@ def test_model_steps_wait_for_the_turn_saying_so_then_run_on_the_model_thread() 
     assert TURN.locked()
     TURN.release()
     assert list(model_steps(stream, {"status": "waiting"})) == [{"step": f"{NAME}_0", "held": True}]  # free: no wait
+
+
+def test_a_run_lends_the_turn_between_rounds_so_a_waiting_reroute_goes_before_its_next_step() -> None:
+    order: list[str] = []
+
+    def run():
+        for i in range(3):
+            order.append(f"run {i}")
+            lend_turn()
+            yield i
+
+    def reroute():
+        order.append(f"re-route inside another run: {turn_borrowed()}")
+        yield {"done": True}
+
+    stream = model_event(run)()
+    assert next(stream) == 0 and not TURN.locked()  # the first round lent the turn
+    assert list(model_steps(reroute, {"status": "waiting"})) == [{"done": True}]
+    assert list(stream) == [1, 2]
+    assert order == ["run 0", "re-route inside another run: True", "run 1", "run 2"]
+    assert not TURN.locked() and not turn_borrowed()
+    assert list(model_steps(reroute, {})) == [{"done": True}]
+    assert order[-1] == "re-route inside another run: False"
+
+    stream = model_event(run)()
+    next(stream)
+    stream.close()  # cancelled while it lent the turn: it takes it back to clean up, then gives it back
+    assert not TURN.locked()
 
 
 def _threads() -> int:
