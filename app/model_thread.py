@@ -100,8 +100,8 @@ def model_steps(stream: Callable[[], Iterator[dict]], waiting: dict) -> Iterator
         while (update := on_model_thread(next, inner, _DONE)) is not _DONE:
             yield update
     finally:
-        try:  # a cancelled caller closes this generator at a yield: the stream's own `finally` runs here, in turn
-            inner.close()
+        try:  # a cancelled caller closes this generator at a yield: the stream's own `finally` runs now, in turn
+            on_model_thread(inner.close)
         finally:
             _STATE.borrowed = False
             TURN.release()
@@ -131,8 +131,8 @@ def _event_stream(inner: Iterator[Any]) -> Iterator[Any]:
     finally:
         if not held:
             TURN.acquire()
-        try:  # cancelled at a yield: the handler's own `finally` runs here and now, in turn
-            inner.close()
+        try:  # cancelled at a yield: the handler's own `finally` runs now, in turn, where its steps ran
+            on_model_thread(inner.close)
         finally:
             _STATE.events_open -= 1
             TURN.release()

@@ -100,6 +100,12 @@ class Sessions:
             with self._lock:
                 self._visitor(session).running -= 1
 
+    def running(self, session: str) -> bool:
+        """Whether a job of this session is in progress."""
+        with self._lock:
+            visitor = self._visitors.get(session)
+            return visitor is not None and visitor.running > 0
+
     def request_stop(self, session: str) -> bool:
         """Ask the running job of this browser session to stop at its next round; False if none runs."""
         with self._lock:

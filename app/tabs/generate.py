@@ -76,6 +76,10 @@ def _run(settings: Settings, session: str, replay: bool, models: tuple[str, str]
     yield from _noted(streaming.run(settings, session, replay=replay, models=models), notes)
 
 
+OWN_RUN_RUNNING = ("Your run keeps the thresholds it started with: release a slider again once it has finished "
+                   "to re-route it.")
+
+
 def _reroute_phase(settings: Settings) -> str:
     return f"Re-routed in {{seconds:.2f}} s to τ {settings.tau_accept:g} / {settings.tau_slim:g}"
 
@@ -87,6 +91,9 @@ def _reroute_at_once(settings: Settings, session: str, previous: Any, reliabilit
     model queue, so a notch already computed answers at once even while other visitors' runs queue."""
     settings, notes = settings.clamped()
     settings.config()  # a bad value stops here, before anything on screen changes
+    if SESSIONS.running(session):  # its answer would be the run on screen before, re-routed, over the new one
+        gr.Info(OWN_RUN_RUNNING)
+        return {"status": gr.skip()}
     refusal = streaming.reroute_refusal(settings, previous)
     if refusal is not None:
         return {"status": refusal}

@@ -68,3 +68,20 @@ def test_a_threshold_released_after_a_new_prompt_asks_for_run_instead_of_generat
     assert "press **Run**" in reroute_refusal(OPENING.with_(max_new_tokens=12), shown)
     assert reroute_refusal(OPENING.with_(temperature=0.3), shown) is None  # greedy: temperature unused
     assert reroute_refusal(OPENING, None) is None  # nothing on screen: a re-route is a run
+
+
+def test_a_threshold_released_while_one_s_own_run_streams_leaves_that_run_alone() -> None:
+    """A re-route no longer waits for the model queue, so one released during the visitor's own run would answer at
+    once with the run on screen before, re-routed, between two of the new run's rounds: it says why it does not."""
+    import gradio as gr
+
+    from app.session import SESSIONS
+    from app.tabs import generate
+    from core import Trace
+
+    shown = Trace(prompt=OPENING.prompt, prompt_token_count=1, config=OPENING.config().to_dict(), models={})
+    moved = OPENING.with_(tau_accept=0.5)
+    with SESSIONS.job("own-run"):
+        assert generate._reroute_at_once(moved, "own-run", shown, None) == {"status": gr.skip()}
+    assert generate._reroute_at_once(moved.with_(prompt="Something new"), "own-run", shown, None) == {
+        "status": generate.streaming.reroute_refusal(moved.with_(prompt="Something new"), shown)}  # not running
