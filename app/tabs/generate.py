@@ -11,6 +11,7 @@ sliders re-route on release (no button).
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import asdict
 from typing import Any
 
@@ -19,7 +20,7 @@ import gradio as gr
 from app import live_load, recorded, streaming
 from app.gpu import on_gpu, settings_seconds
 from app.guard import reports_errors
-from app.model_thread import MODEL, REROUTE, model_event, model_steps
+from app.model_thread import MODEL, REROUTE, WAIT_POLL_S, model_event, model_steps
 from app.notch import NotchPanel, drawn_html
 from app.prefetch import STEP
 from app.run_views import computed_update, status_line
@@ -76,8 +77,17 @@ def _run(settings: Settings, session: str, replay: bool, models: tuple[str, str]
     yield from _noted(streaming.run(settings, session, replay=replay, models=models), notes)
 
 
-OWN_RUN_RUNNING = ("Your run keeps the thresholds it started with: release a slider again once it has finished "
-                   "to re-route it.")
+def _after_own_run(session: str) -> Iterator[dict]:
+    """Wait while this session's own run is still going (its text says Done while its fidelity is measured): the
+    re-route starts from that run, as it did behind it in the model queue, never between its rounds. Yields a
+    no-change update every `WAIT_POLL_S` (a cancelled re-route stops waiting at a yield); the run's own status
+    line stays."""
+    next_yield = time.monotonic()
+    while SESSIONS.running(session):
+        if time.monotonic() >= next_yield:
+            yield {"status": gr.skip()}
+            next_yield = time.monotonic() + WAIT_POLL_S
+        time.sleep(0.05)
 
 
 def _reroute_phase(settings: Settings) -> str:
@@ -91,9 +101,6 @@ def _reroute_at_once(settings: Settings, session: str, previous: Any, reliabilit
     model queue, so a notch already computed answers at once even while other visitors' runs queue."""
     settings, notes = settings.clamped()
     settings.config()  # a bad value stops here, before anything on screen changes
-    if SESSIONS.running(session):  # its answer would be the run on screen before, re-routed, over the new one
-        gr.Info(OWN_RUN_RUNNING)
-        return {"status": gr.skip()}
     refusal = streaming.reroute_refusal(settings, previous)
     if refusal is not None:
         return {"status": refusal}
@@ -216,6 +223,8 @@ class GenerateTab:
         """Live threshold update: a computed point at once, without waiting for the model; else, in the model's
         turn, a replay from the memo, streaming; a bad value keeps the last good result."""
         settings, session = Settings.from_values(**values), session_id(request)
+        for update in _after_own_run(session):
+            yield self._keyed(update)
         answer = _reroute_at_once(settings, session, previous, reliability)
         waiting = {"status": "… Waiting for the model: another run is using it; this re-route goes next."}
         updates = [answer] if answer is not None else model_steps(

@@ -70,18 +70,17 @@ def test_a_threshold_released_after_a_new_prompt_asks_for_run_instead_of_generat
     assert reroute_refusal(OPENING, None) is None  # nothing on screen: a re-route is a run
 
 
-def test_a_threshold_released_while_one_s_own_run_streams_leaves_that_run_alone() -> None:
-    """A re-route no longer waits for the model queue, so one released during the visitor's own run would answer at
-    once with the run on screen before, re-routed, between two of the new run's rounds: it says why it does not."""
+def test_a_threshold_released_while_one_s_own_run_goes_on_waits_for_that_run_to_end() -> None:
+    """A re-route no longer waits in the model queue, so one released while the visitor's own run is still going
+    (its text says Done while fidelity is measured) would re-route the run before it between two of its rounds:
+    it waits for that run to end instead, leaving the run's status line alone."""
     import gradio as gr
 
     from app.session import SESSIONS
     from app.tabs import generate
-    from core import Trace
 
-    shown = Trace(prompt=OPENING.prompt, prompt_token_count=1, config=OPENING.config().to_dict(), models={})
-    moved = OPENING.with_(tau_accept=0.5)
     with SESSIONS.job("own-run"):
-        assert generate._reroute_at_once(moved, "own-run", shown, None) == {"status": gr.skip()}
-    assert generate._reroute_at_once(moved.with_(prompt="Something new"), "own-run", shown, None) == {
-        "status": generate.streaming.reroute_refusal(moved.with_(prompt="Something new"), shown)}  # not running
+        waiting = generate._after_own_run("own-run")
+        assert next(waiting) == {"status": gr.skip()}
+    assert list(waiting) == []  # the run ended: the re-route goes on
+    assert list(generate._after_own_run("someone-else")) == []
