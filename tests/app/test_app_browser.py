@@ -269,12 +269,13 @@ def test_compare_s_stop_says_so_at_once_and_never_puts_a_stale_line_back(page) -
     page.get_by_label(re.compile("Real timing")).check()
     try:
         page.click("#viasd-compare")
-        page.wait_for_function(f"() => ({compare_status})().startsWith('…')", timeout=120_000)
+        page.wait_for_function(f"() => ({compare_status})().includes('…')", timeout=120_000)
         page.click("#viasd-compare-stop")
-        assert page.evaluate(compare_status).startswith("■ Stop requested")  # said in the page, no round trip
-        page.wait_for_function(f"() => ({compare_status})().startsWith('Stopped during')", timeout=120_000)
+        # said in the page, no round trip (the text may follow Gradio's progress timer, "0.1s")
+        assert "■ Stop requested" in page.evaluate(compare_status)
+        page.wait_for_function(f"() => ({compare_status})().includes('Stopped during')", timeout=120_000)
         page.wait_for_timeout(1_000)
-        assert page.evaluate(compare_status).startswith("Stopped during"), "a stale line came back"
+        assert "Stopped during" in page.evaluate(compare_status), "a stale line came back"
         page.click("#viasd-compare-stop")  # nothing runs now: Stop says so instead of promising a stop
         page.wait_for_function(f"() => ({compare_status})().includes('Nothing to stop')")
     finally:  # the module's page as the other tests expect it
