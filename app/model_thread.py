@@ -115,7 +115,8 @@ def _event_stream(inner: Iterator[Any]) -> Iterator[Any]:
             yield update
         return
     TURN.acquire()
-    held, _STATE.events_open = True, _STATE.events_open + 1
+    held = True
+    _STATE.events_open += 1
     try:
         while True:
             if not held:

@@ -90,6 +90,9 @@ def _after_own_run(session: str) -> Iterator[dict]:
         time.sleep(0.05)
 
 
+WAITING_FOR_MODEL = {"status": "… Waiting for the model: another run is using it; this re-route goes next."}
+
+
 def _reroute_phase(settings: Settings) -> str:
     return f"Re-routed in {{seconds:.2f}} s to τ {settings.tau_accept:g} / {settings.tau_slim:g}"
 
@@ -226,9 +229,8 @@ class GenerateTab:
         for update in _after_own_run(session):
             yield self._keyed(update)
         answer = _reroute_at_once(settings, session, previous, reliability)
-        waiting = {"status": "… Waiting for the model: another run is using it; this re-route goes next."}
         updates = [answer] if answer is not None else model_steps(
-            lambda: _reroute(settings, session, previous, reliability), waiting)
+            lambda: _reroute(settings, session, previous, reliability), WAITING_FOR_MODEL)
         for update in updates:
             if "files" in update and grid is not None:  # the last update: the Compare grid's star moves too
                 update["tradeoff_plot"] = charts.tradeoff_figure(grid, settings.tau_accept, settings.tau_slim)
