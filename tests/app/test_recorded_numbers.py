@@ -1,4 +1,4 @@
-"""The README's and the About tab's trade-off numbers are the opening's recorded sweep, read from the file."""
+"""docs/app.md's and the About tab's trade-off numbers are the opening's recorded sweep, read from the file."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ from pathlib import Path
 from app import recorded
 from app.views.recorded_tradeoff import about_markdown, provenance, tradeoff_table
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "app.md"
 
 
-def test_the_readme_holds_the_recorded_trade_off_table_and_where_it_comes_from() -> None:
+def test_the_docs_hold_the_recorded_trade_off_table_and_where_it_comes_from() -> None:
     grid = recorded.load(recorded.OPENING)
     assert grid is not None, recorded.PROBLEMS
-    text = README.read_text()
-    assert tradeoff_table(grid) in text, "README's trade-off table differs from the recorded sweep: paste " \
+    text = DOC.read_text()
+    assert tradeoff_table(grid) in text, "docs/app.md's trade-off table differs from the recorded sweep: paste " \
                                          "app.views.recorded_tradeoff.tradeoff_table(grid) again"
     assert grid.recorded["recorded"] in text and grid.recorded["command"] in text
     assert tradeoff_table(grid) in about_markdown(grid) and provenance(grid) in about_markdown(grid)

@@ -108,11 +108,11 @@ def test_command_line_reports_bad_input_in_one_line():
     assert "Traceback" not in result.stderr
 
 
-def test_the_readme_python_snippet_runs(capsys):
+def test_the_docs_python_snippet_runs(capsys):
     import re
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "api.md").read_text()
     snippet = re.search(r"```python\n(.*?)```", text, re.S).group(1).replace("max_new_tokens=64", "max_new_tokens=8")
-    exec(compile(snippet, "README.md", "exec"), {})
+    exec(compile(snippet, "docs/api.md", "exec"), {})
     assert "rejection_rate" in capsys.readouterr().out
