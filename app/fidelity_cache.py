@@ -3,7 +3,7 @@
 A re-route changes which tier decided each token, rarely the tokens themselves: under audited copies
 the output is the full model's own on every threshold pair. Measuring fidelity again costs a greedy
 reference (one memo lookup and an argmax over the vocabulary per token) and a teacher-forced pass —
-most of the ~560 ms a re-route spent on the server (profiled with cProfile, `python -m app.latency`).
+most of the ~560 ms a re-route spent on the server (profiled with cProfile, `python -m app.tools.latency`).
 Both depend only on the verifier, the prompt, the length cap and the output's token ids, so they are
 kept here, keyed by exactly those, least recently used out first.
 """

@@ -164,7 +164,7 @@ LOOKUP_PRESET = DecodeConfig(mode="via", drafter="ngram", gamma=16, tau_accept=0
 it): copies matching the last 3 tokens with one known continuation are kept on trust once the full
 model has kept whole copies (core.decoding.adaptive.TRUST_AFTER) and are audited by its next pass (output
 exact); copies scoring under 0.5 are not worth a verifier's time; tier 2 is off (no slim route of
-this model is cheap and precise). Chosen from `python -m core.benchmark` (its numbers: README)."""
+this model is cheap and precise). Chosen from `python -m core.tools.benchmark` (its numbers: README)."""
 
 
 PAIR_PRESET = DecodeConfig(mode="via", drafter="model", slim_route="calibrated-slim", gamma=6, tau_accept=0.8,

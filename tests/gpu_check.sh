@@ -62,10 +62,10 @@ if [ "$model_ready" = yes ]; then
   # 2. The real model on CUDA in float32 (exactness) and the CLI.
   step "embedded-on-$DEVICE" 150 python3 -m pytest -q -p no:cacheprovider -rf tests/models/test_embedded.py
   # 3. A small benchmark: one prompt per family, 48 tokens, both drafters (bf16, the CUDA default).
-  if python3 -m core.benchmark --help | grep -q -- "--quick"; then
-    step benchmark 220 python3 -m core.benchmark --quick
+  if python3 -m core.tools.benchmark --help | grep -q -- "--quick"; then
+    step benchmark 220 python3 -m core.tools.benchmark --quick
   else
-    step benchmark 220 python3 -m core.benchmark --per-family 1 --max-new-tokens 48
+    step benchmark 220 python3 -m core.tools.benchmark --per-family 1 --max-new-tokens 48
   fi
 else
   note "skipped embedded-on-cuda and benchmark: the converted embedded model is not in $(python3 -c \

@@ -20,7 +20,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("core.decoding",),  # the engine: drafters, tiers, rounds, costs
     ("core.analysis",),  # metrics, fidelity, prediction, sweeps: they run the engine, the engine never calls them
     ("examples",),  # example prompts and walkthroughs: data, read by tools and the app only
-    ("core.tools", "core"),  # command-line tools, the `core` package's own facade and `python -m` shims
+    ("core.tools", "core"),  # command-line tools (`python -m core.tools.<name>`) and the `core` package's own CLI
     ("app",),  # the Gradio app
 ]
 

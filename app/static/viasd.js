@@ -232,7 +232,7 @@
   // A slider moved by keyboard never fires Gradio's release (it listens for pointerup): send one once the keys
   // rest, so the server's re-route (cards, charts) follows a keyboard move as it follows a drag. Not one per key:
   // each answer redraws the charts below, and a redraw landing during the next key press held that notch's own
-  // draw back by up to 200 ms (`python -m app.latency`). A drag sends one release at its end, too.
+  // draw back by up to 200 ms (`python -m app.tools.latency`). A drag sends one release at its end, too.
   const KEYS_REST_MS = 450;
   let release = null;
   document.addEventListener("keyup", (e) => {

@@ -1,4 +1,4 @@
-"""`python -m app.latency`: what a visitor waits for after moving a threshold slider, in real Chromium.
+"""`python -m app.tools.latency`: what a visitor waits for after moving a threshold slider, in real Chromium.
 
 Launches the app in this process (no model loaded) and, for every preset: the opening screen (the recorded
 Qwen2.5-Coder pair sweep), the prompt-lookup and three-tier screens one click away (recorded SmolLM2 sweeps),

@@ -1,4 +1,4 @@
-"""`python -m app.live_benchmark`: how long a threshold change takes in the app, as a printed table.
+"""`python -m app.tools.live_benchmark`: how long a threshold change takes in the app, as a printed table.
 
 It drives the same stream the browser events use (`app.streaming.run`), on the embedded model,
 from an empty memo: the first run, the background prefetch of neighbouring pairs, a one-notch and

@@ -1,7 +1,7 @@
 """Load test: N visitors at once on loopback, each with its own prompt, each checking its own answer.
 
-    python -m app.load_test --clients 20            # launches `python app.py` on a free 127.0.0.1 port
-    python -m app.load_test --clients 5 --url http://127.0.0.1:7860/
+    python -m app.tools.load_test --clients 20            # launches `python app.py` on a free 127.0.0.1 port
+    python -m app.tools.load_test --clients 5 --url http://127.0.0.1:7860/
 
 Every visitor is a separate `gradio_client.Client` calling /generate with its own prompt (modes
 plain, classic SD and VIA-SD in turn, a few tokens each). Its answer is checked twice: the trace it

@@ -5,7 +5,7 @@
     python -m app.tools.soak --url http://127.0.0.1:7860/ --pid 1234 # an app already running
 
 It launches `python app.py` on a free loopback port (its log in the output folder) unless given --url,
-and drives it through its real HTTP API as `app.load_test` does: every visitor is one browser session
+and drives it through its real HTTP API as `app.tools.load_test` does: every visitor is one browser session
 mixing live runs, re-routes (one notch, far jumps), Stop mid-run, Re-run for real timing, shared links
 with run=1, Compare, the threshold grid, the schemes, Classroom replays and hostile input (the fuzz
 classes); with --pair, one visitor loads the Qwen2.5-Coder pair after a minute while the others run,

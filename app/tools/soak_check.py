@@ -2,7 +2,7 @@
 
 The checker loads its own copy of each model in this process (never the app's, which is what is under
 test) and runs the request alone: `replay=False`, so no memo is read and every pass runs for real,
-as `app.load_test` does. A request seen several times is run once. What each answer must show:
+as `app.tools.load_test` does. A request seen several times is run once. What each answer must show:
 
 * a run, a re-route, a link: it is the answer to *this* request (its prompt, its settings, its model)
   and its tokens are the fresh run's, token for token; a bf16 replay may part from it only at a near-tie of

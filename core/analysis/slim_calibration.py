@@ -4,7 +4,7 @@ A calibration text is a prompt followed by the full model's own greedy output; o
 routed model over it gives, at every output position, the routed model's choice and confidence beside the full
 model's choice. From those: agreement, and coverage / precision at a threshold (core.analysis.reliability).
 `route_cost` prices a route by the weights it reads (a pass on a memory-bound device costs its weights read),
-sub-layer skips and a restricted head included. `python -m core.calibrate` (core/tools/calibrate.py) and the mask
+sub-layer skips and a restricted head included. `python -m core.tools.calibrate` (core/tools/calibrate.py) and the mask
 search (core/analysis/mask_search.py, driven by core/tools/calibrate_pair.py) both score routes here.
 """
 

@@ -7,7 +7,7 @@ measured wall clock comes from `compare(..., replay=False)`.
 `sweep_schemes` runs VIA-SD (threshold pairs), BiLD (fallback x rollback) and the three
 Speculative Cascades (alpha) on the same prompts, drafter and cost profile, and `pareto_fronts`
 keeps each scheme's non-dominated settings of (modelled speed-up, words differing from the full
-model's own greedy output). `python -m core.scheme_fronts --family summarisation` prints, per family,
+model's own greedy output). `python -m core.tools.scheme_fronts --family summarisation` prints, per family,
 which scheme is fastest within each words-differing budget.
 """
 

@@ -1,5 +1,5 @@
 """Cost profiles as data: per model, how long one forward pass takes for the layers it runs and the tokens
-it processes. `python -m core.profile` (core/tools/profile.py) measures and saves them; the cost model
+it processes. `python -m core.tools.profile` (core/tools/profile.py) measures and saves them; the cost model
 (core/decoding/cost.py) reads them here.
 
 A modelled accelerator profile needs no measurement: at decoding batch sizes a pass reads every
@@ -143,7 +143,8 @@ def load_profile(spec: str | Path | CostProfile | None = None) -> CostProfile:
     path = shipped_profiles().get(spec) or Path(spec)
     if not path.is_file():
         names = ", ".join(shipped_profiles())
-        raise ProfileError(f"no cost profile '{spec}': use one of {names} or a JSON file from python -m core.profile")
+        raise ProfileError(f"no cost profile '{spec}': use one of {names} "
+                           "or a JSON file from python -m core.tools.profile")
     try:
         return CostProfile.from_json(path.read_text())
     except (ValueError, TypeError, KeyError) as error:

@@ -23,7 +23,7 @@ from pathlib import Path
 from core.errors import RoutingError, shown
 
 PRESET_DIR = Path(__file__).resolve().parent.parent / "presets"
-"""Calibrated routes per model (`python -m core.calibrate` writes them)."""
+"""Calibrated routes per model (`python -m core.tools.calibrate` writes them)."""
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ def _skip_middle(n: int, share: float) -> set[int]:
 
 
 SEARCHED: dict[tuple[str, int, int], dict[str, tuple[int, ...]]] = {
-    # SmolLM2-135M (llama, 30 layers, width 576), from `python -m core.route_search --skip 12 --prompts 3`:
+    # SmolLM2-135M (llama, 30 layers, width 576), from `python -m core.tools.route_search --skip 12 --prompts 3`:
     # skipping 3 layers keeps 0.69 top-1 agreement with the full model, skipping 8 keeps 0.34.
     ("llama", 30, 576): {"slim": (14, 17, 18), "draft": (5, 6, 12, 14, 17, 18, 22, 23)},
 }
@@ -96,7 +96,7 @@ SEARCHED: dict[tuple[str, int, int], dict[str, tuple[int, ...]]] = {
 PRESETS: dict[str, str] = {
     "auto-slim": "searched slim route where known (SmolLM2-135M: skip 3 layers), else skip-middle-25",
     "auto-draft": "searched drafter route where known (SmolLM2-135M: skip 8 layers), else skip-middle-50",
-    "calibrated-slim": "slim route from `python -m core.calibrate` where a preset exists (core/presets), "
+    "calibrated-slim": "slim route from `python -m core.tools.calibrate` where a preset exists (core/presets), "
                        "else auto-slim",
     "full": "every layer (the full verifier)",
     "skip-middle-25": "skip the middle quarter of the layers",

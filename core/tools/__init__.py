@@ -1,1 +1,2 @@
-"""The `python -m core.<command>` tools (benchmark, calibrate, profile, tune, sweep, ...); nothing imports them."""
+"""The command-line tools, each run as `python -m core.tools.<name>` (benchmark, calibrate, profile, tune,
+record_sweep, ...); nothing in the library imports them."""

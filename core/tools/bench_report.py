@@ -1,4 +1,4 @@
-"""The printed table of `python -m core.benchmark` (grounded and model-drafter runs): rows, medians, targets."""
+"""The printed table of `python -m core.tools.benchmark` (grounded and model-drafter runs): rows, medians, targets."""
 
 from __future__ import annotations
 

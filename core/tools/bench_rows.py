@@ -1,4 +1,4 @@
-"""The rows of `python -m core.benchmark`: one run of one prompt by one method, run interleaved prompt by prompt.
+"""The rows of `python -m core.tools.benchmark`: one run of one prompt by one method, run interleaved prompt by prompt.
 
 Hugging Face's anchors are timed by core.analysis.hf_baselines.hf_generate (the one timed `generate`), ours by
 the engine with every pass run for real (no memo). Fidelity is measured against our plain greedy output (the

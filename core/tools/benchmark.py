@@ -1,4 +1,4 @@
-"""`python -m core.benchmark`: our decoders against Hugging Face's own, side by side, as one printed table.
+"""`python -m core.tools.benchmark`: our decoders against Hugging Face's own, side by side, as one printed table.
 
 For every prompt, on the same model, device and prompt ids, interleaved (the order flips on every
 other prompt so drift in a shared machine's load does not favour one side):

@@ -1,8 +1,8 @@
 """Choose the slim verifier for its confident verdicts, not for its overall agreement.
 
-    python -m core.calibrate                      # embedded model, precision target 0.95, writes the preset
-    python -m core.calibrate --precision 0.9 --no-save --json
-    python -m core.calibrate --pair qwen2.5-coder  # the real pair: a mask search (core/tools/calibrate_pair.py)
+    python -m core.tools.calibrate                      # embedded model, precision target 0.95, writes the preset
+    python -m core.tools.calibrate --precision 0.9 --no-save --json
+    python -m core.tools.calibrate --pair qwen2.5-coder  # the real pair: a mask search (core/tools/calibrate_pair.py)
 
 What tier 2 buys. A slim pass costs c (core.decoding.cost units: one full pass = 1) and runs for every token
 that reaches tier 2; where its confidence clears tau_slim it decides and the full pass is skipped.
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     log = (lambda *a: None) if args.json else (lambda *a: print(*a, flush=True))
-    command = "python -m core.calibrate " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python -m core.tools.calibrate " + " ".join(argv if argv is not None else sys.argv[1:])
     if args.pair or args.search:
         verifier, drafter = PAIRS.get(args.pair, (args.model, args.drafter_model))
         bundle = load_bundle(args.model or verifier, args.drafter_model or drafter, dtype=args.dtype or "bfloat16")

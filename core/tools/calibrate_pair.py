@@ -1,4 +1,4 @@
-"""`python -m core.calibrate --pair qwen2.5-coder`: a slim verifier for a real pair, found by a mask search.
+"""`python -m core.tools.calibrate --pair qwen2.5-coder`: a slim verifier for a real pair, found by a mask search.
 
 Calibration text is the verifier's own greedy answers to code prompts written apart from examples/ (so the
 benchmark's prompts stay unseen), teacher-forced: even-numbered prompts calibrate, odd-numbered ones are held

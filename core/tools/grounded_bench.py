@@ -1,4 +1,4 @@
-"""`python -m core.grounded_bench`: VIA-SD with prompt lookup against Hugging Face, on the grounded family.
+"""`python -m core.tools.grounded_bench`: VIA-SD with prompt lookup against Hugging Face, on the grounded family.
 
 For each grounded prompt, in one process and interleaved prompt by prompt (so every ratio is taken
 side by side on the same machine in the same minute): Hugging Face `generate` greedy, HF

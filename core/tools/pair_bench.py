@@ -1,4 +1,4 @@
-"""`python -m core.benchmark --pair qwen2.5-coder`: the paper's table on a real drafter / verifier pair.
+"""`python -m core.tools.benchmark --pair qwen2.5-coder`: the paper's table on a real drafter / verifier pair.
 
 Per prompt (code prompts with must / must-not expectations, math prompts with a final answer), every method
 once, interleaved (the order flips on every other prompt, so a shared machine's drift favours no side):
@@ -33,7 +33,7 @@ PAIRS: dict[str, tuple[str, str]] = {"qwen2.5-coder": (QWEN_CODER_15B_ID, QWEN_C
 SEARCHED_SLIM, SEARCHED_TAU = "layers:0-5,7-11,15-27;no-mlp:7,23,25", 0.575
 """The pair's searched slim verifier: layers 6 and 12-14 skipped whole and the MLP of 7, 23 and 25 (25 % of the
 layers' work), with the tau_slim fitted on calibration text, the best held-apart net saving of the full search
-(`python -m core.calibrate --pair qwen2.5-coder`, README); the same route as core/presets/qwen2.5-coder-1.5b.json
+(`python -m core.tools.calibrate --pair qwen2.5-coder`, README); the same route as core/presets/qwen2.5-coder-1.5b.json
 ("calibrated-slim"), spelled out so the table does not depend on the file."""
 
 CHEAPER_SLIM, CHEAPER_TAU = "layers:0-4,6,9-11,17-22,24,26-27", 0.689

@@ -1,4 +1,4 @@
-"""The printed table of `python -m core.benchmark --pair ...`: one line per run, medians per method, the pair's
+"""The printed table of `python -m core.tools.benchmark --pair ...`: one line per run, medians per method, the pair's
 targets (README).
 
 Aggregates (core.analysis.metrics defines each per run): tokens/s and speed ratios are medians over prompts of

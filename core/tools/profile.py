@@ -1,6 +1,6 @@
 """Cost profiles: how long one forward pass takes on a device, per model, layers run and tokens processed.
 
-`python -m core.profile` measures the current device: for each route (how many decoder layers run)
+`python -m core.tools.profile` measures the current device: for each route (how many decoder layers run)
 and each number of tokens processed in one KV-cached pass (1, 2, 4, 8, 16, 64 and a prefill), the
 median wall time of a real pass through `core.decoding.scorer.Scorer`, the very code the engine runs. It
 then fits, per model, two small linear laws and saves them with the points as a profile JSON:
@@ -224,9 +224,9 @@ def measure_profile(bundle: object, name: str, routes: tuple[str, ...] = ("full"
     return CostProfile(name=name, kind="measured", label=label,
                        device=device.type, dtype=dtype, time_unit="s", models=models, machine=machine, date=date,
                        versions=versions(), points=[asdict(p) for p in points],
-                       notes="python -m core.profile: median of KV-cached passes through core.decoding.scorer.Scorer, "
-                             "the models timed sweep by sweep in turn; context 160 tokens; the prefill row processes "
-                             "160 tokens from an empty cache.")
+                       notes="python -m core.tools.profile: median of KV-cached passes through "
+                             "core.decoding.scorer.Scorer, the models timed sweep by sweep in turn; context 160 "
+                             "tokens; the prefill row processes 160 tokens from an empty cache.")
 
 
 def fit_table(profile: CostProfile) -> str:

@@ -2,7 +2,7 @@
 
 Agreement = teacher-forced top-1 agreement of the routed model with the full model on the full
 model's own greedy answers to a few example prompts. This is how the embedded model's named
-routes in core.models.layer_routes were found:  python -m core.route_search --skip 12 --prompts 3
+routes in core.models.layer_routes were found:  python -m core.tools.route_search --skip 12 --prompts 3
 """
 
 from __future__ import annotations

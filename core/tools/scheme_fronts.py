@@ -1,4 +1,4 @@
-"""`python -m core.scheme_fronts --family summarisation`: VIA-SD, BiLD and the cascades on the same prompts,
+"""`python -m core.tools.scheme_fronts --family summarisation`: VIA-SD, BiLD and the cascades on the same prompts,
 printed as Pareto fronts and a table of which scheme dominates within each difference budget."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def _markdown(table: pd.DataFrame) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`python -m core.scheme_fronts --family summarisation`: scheme fronts and who dominates where, per family."""
+    """`python -m core.tools.scheme_fronts --family summarisation`: scheme fronts, who dominates where, per family."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--model", default=EMBEDDED_ID)
     parser.add_argument("--family", default="summarisation", help="a family, a comma list, or 'all'")

@@ -1,7 +1,7 @@
 """Recommend thresholds for a fidelity target: the fastest setting whose output stays close enough.
 
-    python -m core.tune --family chat --max-words-differing 0.01
-    python -m core.tune --prompts my_prompts.txt --min-agreement 0.95 --json
+    python -m core.tools.tune --family chat --max-words-differing 0.01
+    python -m core.tools.tune --prompts my_prompts.txt --min-agreement 0.95 --json
 
 Over a grid of (tau_accept, tau_slim, gamma, signals, routes), every tuning prompt is decoded with
 the memo on (`generate(..., replay=True)`: exactly the tokens of a real run; a threshold sweep

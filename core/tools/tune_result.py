@@ -1,5 +1,5 @@
-"""What `python -m core.tune` finds (a target, the grid, its Pareto front, the pick) and the files it writes: the grid
-and the front as CSV and JSON, and a plotly HTML of both."""
+"""What `python -m core.tools.tune` finds (a target, the grid, its Pareto front, the pick) and the files it writes:
+the grid and the front as CSV and JSON, and a plotly HTML of both."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`python -m app.latency` times a move to its final state, not to the page's first reaction.
+"""`python -m app.tools.latency` times a move to its final state, not to the page's first reaction.
 
 A move to a point the page has not computed draws the nearest computed point's numbers as ghosts at once, and the
 server's re-route replaces them 0.3 s to minutes later. Timed to the ghosts, a live pair's far jump read 16 ms and

@@ -1,4 +1,4 @@
-"""Five visitors at once against the launched app (CI's quick form of `python -m app.load_test --clients 20`)."""
+"""Five visitors at once against the launched app (CI's quick form of `python -m app.tools.load_test --clients 20`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The pair calibration (python -m core.calibrate --pair) on a tiny model: ranked vs searched masks per budget,
+"""The pair calibration (python -m core.tools.calibrate --pair) on a tiny model: ranked vs searched masks per budget,
 held-apart scores at the calibration threshold, the drafter's coverage, and a preset that resolves."""
 
 import pytest

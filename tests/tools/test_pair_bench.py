@@ -1,4 +1,4 @@
-"""The pair table (python -m core.benchmark --pair) on tiny random models: every row runs, the lossless ones are
+"""The pair table (python -m core.tools.benchmark --pair) on tiny random models: every row runs, the lossless ones are
 exact in fp32, and the report judges the pair's targets from the numbers."""
 
 import pytest
