@@ -58,14 +58,13 @@ body.{PRESENTER_CLASS} .viasd-round th, body.{PRESENTER_CLASS} .viasd-round td {
 #viasd-round td.tokcell {{white-space: pre-wrap; word-break: break-word; max-width: 16em;}}
 #viasd-caption .viasd-caption {{font-size: var(--viasd-class-caption, 1.15rem); line-height: 1.3;
   color: var(--viasd-fg, inherit);}}
-.viasd-caption ol {{margin: 0.1rem 0 0.1rem 1.4rem; padding: 0;}}
+.viasd-caption ol {{margin: 0.1rem 0 0.1rem 1.4rem; padding: 0;}} #viasd-classroom-heading p {{margin: 0;}}
 .viasd-caption li, .viasd-caption p {{margin: 0.1rem 0; line-height: 1.3;}}
 #{CLASS_TOKENS_ID} {{font-size: var(--viasd-class-text, 1.2rem); max-height: var(--viasd-class-box, 6.5em);
   overflow-y: auto;}}
 #viasd-round table {{font-size: var(--viasd-class-table, 1.05rem);}}
 #viasd-round td.rejected {{text-decoration: line-through; text-decoration-thickness: 2px;}}
 #viasd-classroom-heading, #viasd-classroom-notes {{font-size: var(--viasd-class-notes, 1.05rem);}}
-#viasd-classroom-heading p {{margin: 0;}}
 #viasd-prev, #viasd-next {{font-size: var(--viasd-class-button, 1rem);}}
 """
 """Classroom styles (added to the app's CSS in app.ui). Presenter sizes are variables set on <body>: Gradio
@@ -110,8 +109,7 @@ def _walkthroughs() -> dict[str, dict]:
 
 
 def _choices() -> list[tuple[str, str]]:
-    """The picker's entries, numbered as the list shows them ("3. Classic speculative decoding …"); the value is
-    the title, which the notes use to point at another walkthrough."""
+    """The picker's entries, numbered as the list shows them ("3. Classic …"); a value is a title, as notes cite it."""
     return [(walkthroughs.numbered(i, title), title) for i, title in enumerate(_walkthroughs(), start=1)]
 
 
