@@ -262,6 +262,47 @@ def test_compare_streams_modes_and_marks_every_kind_of_difference(page) -> None:
     page.get_by_role("tab", name=re.compile("Generate")).click()
 
 
+# Every text a status line takes, in order, recorded in the page: no state can come and go unseen between two
+# looks from the test (a run may stop before the test looks again). Read back with SEEN_STATUS.
+RECORD_STATUS = """(selector) => {
+    const text = () => document.querySelector(selector)?.textContent || '';
+    window.__statusSeen = [text()];
+    window.__statusObserver?.disconnect();
+    window.__statusObserver = new MutationObserver(() => {
+        const now = text();
+        if (now !== window.__statusSeen.at(-1)) window.__statusSeen.push(now);
+    });
+    window.__statusObserver.observe(document.body, {subtree: true, childList: true, characterData: true});
+}"""
+SEEN_STATUS = "() => { window.__statusObserver.disconnect(); return window.__statusSeen; }"
+
+
+def _stop_and_record(page, stop: str, status: str, stopped: str) -> list[str]:
+    """Press Stop while a run streams, wait for the run's own `stopped` line, press Stop again and wait for
+    "Nothing to stop": every text the status line took from just before the first press."""
+    page.evaluate(RECORD_STATUS, status)
+    # the server's answer to Stop (it writes nothing while a run streams): awaited, so a late one shows below
+    with page.expect_response(lambda r: r.request.method == "POST" and "/run/" in r.url, timeout=60_000) as reply:
+        page.click(stop)
+    reply.value.finished()
+    page.wait_for_function("([sel, s]) => (document.querySelector(sel)?.innerText || '').includes(s)",
+                           arg=[status, stopped], timeout=120_000)
+    page.click(stop)  # nothing runs now: Stop says so instead of promising a stop
+    page.wait_for_function("sel => (document.querySelector(sel)?.innerText || '').includes('Nothing to stop')",
+                           arg=status, timeout=60_000)
+    return page.evaluate(SEEN_STATUS)
+
+
+def _said_at_once_and_nothing_stale(seen: list[str], stopped: str) -> None:
+    """"■ Stop requested" (said in the page, no round trip) before the run's own `stopped` line, whenever that
+    came; from that line on only it until "Nothing to stop": neither Stop's reply nor the stream put a line back."""
+    said = [i for i, line in enumerate(seen) if "■ Stop requested" in line]
+    done = [i for i, line in enumerate(seen) if stopped in line]
+    nothing = next(i for i, line in enumerate(seen) if "Nothing to stop" in line)
+    assert said and done and said[0] < done[0], f"Stop did not say so before the run stopped: {seen}"
+    assert all(stopped in line for line in seen[done[0]:nothing]), f"a stale line came back: {seen}"
+
+
 def test_compare_s_stop_says_so_at_once_and_never_puts_a_stale_line_back(page) -> None:
     compare_status = "() => document.querySelector('#viasd-compare-status')?.innerText || ''"
     _set_max_tokens(page, 300)
@@ -270,14 +311,8 @@ def test_compare_s_stop_says_so_at_once_and_never_puts_a_stale_line_back(page) -
     try:
         page.click("#viasd-compare")
         page.wait_for_function(f"() => ({compare_status})().includes('…')", timeout=120_000)
-        page.click("#viasd-compare-stop")
-        # said in the page, no round trip (the text may follow Gradio's progress timer, "0.1s")
-        assert "■ Stop requested" in page.evaluate(compare_status)
-        page.wait_for_function(f"() => ({compare_status})().includes('Stopped during')", timeout=120_000)
-        page.wait_for_timeout(1_000)
-        assert "Stopped during" in page.evaluate(compare_status), "a stale line came back"
-        page.click("#viasd-compare-stop")  # nothing runs now: Stop says so instead of promising a stop
-        page.wait_for_function(f"() => ({compare_status})().includes('Nothing to stop')")
+        seen = _stop_and_record(page, "#viasd-compare-stop", "#viasd-compare-status", "Stopped during")
+        _said_at_once_and_nothing_stale(seen, "Stopped during")
     finally:  # the module's page as the other tests expect it
         page.get_by_label(re.compile("Real timing")).uncheck()
         page.get_by_role("tab", name=re.compile("Generate")).click()
@@ -288,18 +323,14 @@ def test_stop_returns_the_partial_result_with_its_metrics(page) -> None:
     _set_max_tokens(page, 300)
     page.click("#viasd-run")
     _wait_status(page, r"Running: \d+/300")
-    page.click("#viasd-stop")
-    status = _wait_status(page, "Stopped early: partial result", timeout=120_000)
-    assert "tokens in" in status
+    seen = _stop_and_record(page, "#viasd-stop", "#viasd-status", "Stopped early: partial result")
+    _said_at_once_and_nothing_stale(seen, "Stopped early: partial result")
+    assert "tokens in" in next(line for line in seen if "Stopped early" in line)
     tokens = int(page.get_attribute("#viasd-tokens", "data-tokens") or 0)
     assert 0 < tokens < 300
     assert page.get_attribute("#viasd-headline [data-partial]", "data-partial") == "1"
     assert page.get_attribute("#viasd-metrics", "data-partial") == "1"
     assert f"stopped after {tokens} tokens" in page.inner_text("#viasd-headline")
-    page.wait_for_timeout(1_000)
-    assert _status(page).startswith("Stopped early"), "the status must not go back to a stale line"
-    page.click("#viasd-stop")  # nothing runs now: Stop says so instead of promising a stop
-    page.wait_for_function("() => document.querySelector('#viasd-status').innerText.includes('Nothing to stop')")
 
 
 def test_small_projector_screenshot(browser, app_url: str) -> None:

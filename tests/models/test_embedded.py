@@ -53,6 +53,7 @@ def test_plain_greedy_equals_hf_generate(bundle):
     assert "photosynthesis" in trace.text.lower()
 
 
+@pytest.mark.quick  # the quick tier's one path on the real model: classic SD exact, VIA-SD mixes tiers
 def test_via_sd_on_the_real_model_mixes_tiers_and_measures_fidelity(bundle):
     config = DecodeConfig(max_new_tokens=32, tau_accept=0.5, tau_slim=0.3)
     traces = compare(bundle, PROMPT, config)
