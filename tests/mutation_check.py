@@ -63,8 +63,8 @@ MUTANTS = (
     )),
     Mutant("tier rule with thresholds swapped", (
         Edit("core/decoding/tiers.py", (  # decide_tier: tier 1 reads tau_slim ...
-            (r"confident = fires\(facts\.draft_confidence, policy\.tau_accept\)",
-             "confident = fires(facts.draft_confidence, policy.tau_slim)"),
+            (r"fires\(facts\.draft_confidence, policy\.tau_accept\) and _copy_has_evidence",
+             "fires(facts.draft_confidence, policy.tau_slim) and _copy_has_evidence"),
         )),
         Edit("core/decoding/tiers.py", (  # ... and tier 2 reads tau_accept
             (r"fires\(facts\.slim_confidence\(\), policy\.tau_slim\)",
@@ -73,7 +73,7 @@ MUTANTS = (
     )),
     Mutant("copies kept without model evidence", (
         Edit("core/decoding/tiers.py", (  # decide_tier: a copy's statistic alone passes tier 1, whatever copy_evidence
-            (r"confident = _has_evidence\(facts, policy\)", "confident = True"),
+            (r"and _copy_has_evidence\(facts, policy\) and", "and True and"),
         )),
     )),
     Mutant("an app view ignores the recorded audit state", (
@@ -83,8 +83,7 @@ MUTANTS = (
     )),
     Mutant("audit lets every copy stand", (
         Edit("core/decoding/engine.py", (  # _Decoder._audit: the full pass never refuses a copy kept on trust
-            (r"if verdict\.accepted:\n(\s+)result\.audited\.append\(record\)",
-             r"if True:\n\1result.audited.append(record)"),
+            (r"if not verdict\.accepted:\n(\s+)refused = TierDecision", r"if False:\n\1refused = TierDecision"),
         )),
     )),
 )

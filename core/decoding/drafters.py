@@ -8,14 +8,19 @@ verifiers'. The prompt-lookup drafter costs nothing and has no distribution.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import torch
 
+from core.config import DecodeConfig
 from core.decoding.confidence import confidence
 from core.decoding.sampling import Sampler
 from core.decoding.scorer import Scorer, ScorerCall
+from core.errors import ConfigError
+from core.models.loading import ModelBundle
+from core.vocabulary import DraftKind
 
 
 @dataclass
@@ -180,3 +185,25 @@ class HybridDrafter:
         if confident >= min(self.min_copy, gamma):
             return Draft(tokens=copy.tokens[:confident], confidences=copy.confidences[:confident], is_copy=True)
         return self.model.propose(tokens, gamma)
+
+
+def make_drafter(c: DecodeConfig, kind: DraftKind, bundle: ModelBundle, scorer: Callable[[str, object, object], Scorer],
+                 sampler: Sampler, stop_ids: set[int], template: tuple[range, ...] = ()) -> Drafter | None:
+    """The run's drafter of the policy's `kind`: none (plain), prompt lookup, a model (a separate one, or the
+    verifier under a layer route), or a hybrid of prompt lookup and the separate model. `scorer(role, loaded,
+    route)` builds the model drafter's scorer as the run builds its verifiers'."""
+    if kind is DraftKind.NONE:
+        return None
+    if kind is DraftKind.COPY:
+        return PromptLookupDrafter(c.ngram_size, c.draft_stop_below, template)
+    separate = c.drafter != "self"
+    if separate and bundle.drafter is None:
+        raise ConfigError(f"drafter '{c.drafter}' needs a separate drafter model: load one with the bundle")
+    drafting = scorer("drafter", bundle.drafter if separate else bundle.verifier, "full" if separate else c.draft_route)
+    head = bundle.verifier.model.get_output_embeddings()
+    drafter = ModelDrafter(drafting, sampler, c.draft_signal, stop_ids,
+                           bundle.drafter.label if separate else f"self ({drafting.route.describe()})",
+                           c.draft_stop_below, vocab_size=int(head.weight.shape[0]) if head is not None else None)
+    if kind is DraftKind.HYBRID:
+        return HybridDrafter(PromptLookupDrafter(c.ngram_size, template=template), drafter)
+    return drafter

@@ -1,7 +1,7 @@
 """VIA-SD decoding: one loop for plain decoding, classic speculative decoding and VIA-SD.
 
-The algorithm (one round; `_Decoder.run_round` below is this box in code, line for line; README.md here walks it)
------------------------------------------------------------------------------------------------------------------
+The algorithm (one round; `_Decoder.run_round` below is this box in code; README.md here walks its steps)
+---------------------------------------------------------------------------------------------------------
 1. Draft.  The drafter proposes up to gamma tokens d_1..d_g, each with confidence c_j
    (plain decoding drafts nothing).
 2. Route each draft token, left to right (`core.decoding.tiers.decide_tier(facts, policy)`, the whole rule, which
@@ -43,24 +43,22 @@ import time
 from collections.abc import Callable, Iterator
 
 from core.config import DecodeConfig
-from core.decoding.adaptive import Adaptive, RoundFeedback
+from core.decoding.adaptive import Adaptive, RoundFeedback, Waiting
 from core.decoding.cost import CostModel
 from core.decoding.cost_profiles import CostProfile
-from core.decoding.drafters import Draft, Drafter, HybridDrafter, ModelDrafter, PromptLookupDrafter
+from core.decoding.drafters import Draft, Drafter, make_drafter
 from core.decoding.policies import verification_rule
-from core.decoding.rounds import Output, RoundResult
+from core.decoding.rounds import AuditResult, Output, RoundResult
 from core.decoding.sampling import Sampler, Verdict
-from core.decoding.scorer import Scorer, ScorerCall
+from core.decoding.scorer import Scorer, ScorerCall, VerifierPass
 from core.decoding.tiers import TierFacts, decide_tier, outcome_of
 from core.decoding.timing import Stopwatch
-from core.decoding.verifier_pass import VerifierPass
-from core.errors import ConfigError
 from core.models.layer_routes import resolve_route
 from core.models.loading import ModelBundle
 from core.models.prompting import encode_prompt, stop_token_ids, template_positions
 from core.round_policy import RoundPolicy
 from core.trace import CallRecord, RoundRecord, TierInputs, TokenRecord, Trace, UnwrittenDecision
-from core.vocabulary import CopyEvidence, DraftKind, Outcome, Reason, Tier, TierDecision, Why
+from core.vocabulary import CopyEvidence, Outcome, Reason, Tier, TierDecision, Why
 
 __all__ = ["encode_prompt", "generate", "iter_generate", "stop_token_ids"]
 
@@ -81,7 +79,8 @@ class _Decoder:
         self.policy = RoundPolicy.of(self.config)  # built once: what the settings make of the tiers
         self.full = self._scorer("full", verifier, "full")
         self.slim = self._scorer("slim", verifier, config.slim_route)
-        self.drafter: Drafter | None = _make_drafter(self, bundle)
+        self.drafter: Drafter | None = make_drafter(config, self.policy.drafts, bundle, self._scorer, self.sampler,
+                                                    self.stop_ids, template)
         self.adaptive = Adaptive(self.policy)
 
     def _scorer(self, role: str, loaded: object, route_spec: object) -> Scorer:
@@ -89,54 +88,67 @@ class _Decoder:
         return Scorer(role, loaded.model, route, self.memo, loaded.identity, read_memo=self.replay)
 
     def run_round(self, tokens: list[int], budget: int, index: int) -> RoundResult:
-        """One round of the algorithm box: draft, route each token through the tiers, maybe a bonus.
-        Returns what it decided; `rounds.Output.apply` writes it into the trace."""
-        # 1. Draft.
+        """One round of the algorithm box (the module docstring), step for step. It decides and returns a
+        `RoundResult`; `rounds.Output.apply` writes it into the trace."""
+        n = len(tokens)  # the draft starts at sequence position n
+        # 1. Draft: up to gamma tokens, each with the drafter's confidence c_j (plain decoding drafts nothing).
         draft = self.drafter.propose(tokens, min(self.config.gamma, budget)) if self.drafter else Draft()
         result = RoundResult(RoundRecord(index=index, draft_tokens=list(draft.tokens), accepted=0, emitted=0,
                                          calls=[self._call(self.drafter.scorer, c) for c in draft.calls]),
                              waiting=list(self.adaptive.audit.waiting))
-        n, (slim, full) = len(tokens), self._passes(tokens + draft.tokens, len(tokens), len(draft), result)
+        # 2. Prepare the slim and full passes over the whole draft; each runs the first time a token needs it,
+        #    and then rolls its KV cache back to the longest common prefix with this text (`Scorer.rollback_to`):
+        #    one rule undoes a rejected draft or an audit's cut, whatever way the last round ended.
+        slim, full = self._passes(tokens + draft.tokens, n, len(draft), result)
         slim_open = self.adaptive.gate.allows()  # once per round: may tier 2 run its pass
-        # 2. Route each draft token, left to right (the whole rule: tiers.decide_tier).
-        for j, token in enumerate(draft.tokens):
+        # 3. Route each draft token, left to right: the tier rule says who judges it and why.
+        for j in range(len(draft)):
             facts = self._facts(draft, j, slim, full, slim_open, result)
             decision = decide_tier(facts, self.policy)
-            if decision.tier is Tier.FULL and not self._audit(result, n, full):  # it audited what waits, refused one
+            # 3a. Before the full model judges, its pass audits what waits on trust; a refusal cuts the output back
+            #     there and ends the round: this token is decided but never written.
+            if decision.tier is Tier.FULL and result.take_audit(self._audit(result.waiting, n, full, index)):
                 result.record.unwritten = UnwrittenDecision(
                     index, int(decision.tier), decision.reason.value, draft.confidences[j],
                     slim.recorded_confidence(j), facts.inputs(self._agreement(draft, j, slim)))
-                break  # the output is cut back there; this token is never written
-            verifier = slim if decision.tier is Tier.SLIM else full  # tier 1 keeps the draft; tier 2 or 3 judges it
-            verdict = (Verdict(True, token, Why.TRUSTED) if decision.tier is Tier.DRAFT
-                       else self.rule.judge(verifier.q(j), token, draft.p(j), verifier.best(j)))
+                break
+            # 3b. Judge: tier 1 keeps the draft; tier 2 or 3 applies the verification rule.
+            verdict = self._judge(decision.tier, slim if decision.tier is Tier.SLIM else full, draft, j)
             record = self._token(index, verdict, decision, draft, slim, full, j,
                                  facts.inputs(self._agreement(draft, j, slim)))
             result.tokens.append(record)
             if decision.tier is not Tier.FULL and self.policy.on_trust(draft.is_copy):
                 result.keep_on_trust(n + j, record)
             result.record.accepted += verdict.accepted
+            # 3c. The round ends at the first rejection (the verifier's own token was written) or a stop token.
             if not verdict.accepted or verdict.token in self.stop_ids:
                 break
         else:
-            # 3. Bonus: the full pass's own next token after a fully kept draft (or the only token of a plain round).
-            if (not draft.tokens or (full.ran and len(result.tokens) < budget)) and self._audit(result, n, full):
+            # 4. Bonus: the full pass's own next token after a wholly kept draft (or a plain round's only token).
+            if (not draft.tokens or (full.ran and len(result.tokens) < budget)) \
+                    and not result.take_audit(self._audit(result.waiting, n, full, index)):
                 bonus = Verdict(False, self.sampler.pick(full.q(len(draft))), Why.OWN_TOKEN)
                 reason = Reason.BONUS if draft.tokens else Reason.NO_DRAFT
                 result.tokens.append(self._token(index, bonus, TierDecision(Tier.FULL, reason), draft, slim, full,
                                                  len(draft)))
-        # 4. The round ends; no answer ends with tokens unaudited.
+        # 5. No answer ends with tokens unaudited (cap or stop token): the full pass audits what still waits.
         ends = not result.refused and (len(result.tokens) >= budget or result.tokens[-1].token_id in self.stop_ids)
         if ends and result.waiting:
-            self._audit(result, n, full)
+            result.take_audit(self._audit(result.waiting, n, full, index))
         if not result.refused:
             result.record.emitted = len(result.tokens)
-        # 5. One feedback call: the slim gate and the audit learn from the round.
+        # 6. One feedback call: the slim gate and the audit learn from the round.
         judged_copy = full.ran and bool(draft.tokens) and draft.is_copy and not result.refused
         self.adaptive.update(RoundFeedback(slim_ran=slim.ran, full_ran=full.ran, refused=result.refused,
                                            whole_copy_kept=result.record.accepted == len(draft) if judged_copy
                                            else None, waiting=result.waiting))
         return result
+
+    def _judge(self, tier: Tier, verifier: VerifierPass, draft: Draft, j: int) -> Verdict:
+        """Draft token j's verdict: kept on the drafter's word (tier 1), else the verifier's rule on it."""
+        if tier is Tier.DRAFT:
+            return Verdict(True, draft.tokens[j], Why.TRUSTED)
+        return self.rule.judge(verifier.q(j), draft.tokens[j], draft.p(j), verifier.best(j))
 
     def _passes(self, sequence: list[int], n: int, drafted: int, result: RoundResult
                 ) -> tuple[VerifierPass, VerifierPass]:
@@ -167,25 +179,21 @@ class _Decoder:
             return None
         return float(slim.q(j)[draft.tokens[j]])
 
-    def _audit(self, result: RoundResult, n: int, full: VerifierPass) -> bool:
-        """The full pass judges every token waiting on trust (the draft starts at sequence position n). All stand:
-        True. At the first it refuses: False, with the output cut back there and the full model's token written
-        instead (the round then ends)."""
-        waiting, result.waiting = result.waiting, []
+    def _audit(self, waiting: Waiting, n: int, full: VerifierPass, index: int) -> AuditResult:
+        """The full pass judges every token waiting on trust (the draft starts at sequence position n), in order,
+        up to the first it refuses: there the output is cut back and the full model's token written instead (its
+        record in round `index`)."""
+        audited = []
         for position, record in waiting:
             verdict = self.rule.judge(full.q(position - n), record.token_id, None, full.best(position - n))
-            if verdict.accepted:
-                result.audited.append(record)
-                continue
-            kept = max(0, position - n)  # this round's tokens before the refused one stand
-            result.cut_at = position - self.prompt_tokens  # the output is cut back to the refused token
-            refused = TierDecision(Tier.FULL, Reason.AUDIT_REFUSED)
-            result.correction = self._record(result.record.index, verdict, refused, Outcome.FULL_CORRECT, None, None,
-                                             full.recorded_confidence(position - n))
-            result.record.accepted, result.record.emitted = kept, kept + 1
-            result.record.rolled_back = max(0, n - position)
-            return False
-        return True
+            if not verdict.accepted:
+                refused = TierDecision(Tier.FULL, Reason.AUDIT_REFUSED)
+                correction = self._record(index, verdict, refused, Outcome.FULL_CORRECT, None, None,
+                                          full.recorded_confidence(position - n))
+                return AuditResult(audited, cut_at=position - self.prompt_tokens, correction=correction,
+                                   kept=max(0, position - n), rolled_back=max(0, n - position))
+            audited.append(record)
+        return AuditResult(audited)
 
     def _token(self, index: int, verdict: Verdict, decision: TierDecision, draft: Draft, slim: VerifierPass,
                full: VerifierPass, j: int, inputs: TierInputs | None = None) -> TokenRecord:
@@ -217,28 +225,6 @@ class _Decoder:
         return CallRecord(role=scorer.role, tokens_processed=call.tokens_processed, layers=call.layers,
                           cost_units=units, wall_s=call.wall_s, from_memo=call.from_memo, prefill=call.prefill,
                           prefill_units=prefill)
-
-
-def _make_drafter(decoder: _Decoder, bundle: ModelBundle) -> Drafter | None:
-    """The run's drafter, of the policy's kind: none (plain), prompt lookup, a model (a separate one, or the
-    verifier under a layer route), or a hybrid of prompt lookup and the separate model."""
-    c, drafts = decoder.config, decoder.policy.drafts
-    if drafts is DraftKind.NONE:
-        return None
-    if drafts is DraftKind.COPY:
-        return PromptLookupDrafter(c.ngram_size, c.draft_stop_below, decoder.template)
-    separate = c.drafter != "self"
-    if separate and bundle.drafter is None:
-        raise ConfigError(f"drafter '{c.drafter}' needs a separate drafter model: load one with the bundle")
-    scorer = decoder._scorer("drafter", bundle.drafter if separate else bundle.verifier,
-                             "full" if separate else c.draft_route)
-    head = bundle.verifier.model.get_output_embeddings()
-    drafter = ModelDrafter(scorer, decoder.sampler, c.draft_signal, decoder.stop_ids,
-                           bundle.drafter.label if separate else f"self ({scorer.route.describe()})",
-                           c.draft_stop_below, vocab_size=int(head.weight.shape[0]) if head is not None else None)
-    if drafts is DraftKind.HYBRID:
-        return HybridDrafter(PromptLookupDrafter(c.ngram_size, template=decoder.template), drafter)
-    return drafter
 
 
 def models_info(decoder: _Decoder, bundle: ModelBundle) -> dict:

@@ -19,6 +19,22 @@ from core.trace import RoundRecord, TokenRecord, Trace
 from core.vocabulary import Audit
 
 
+@dataclass(frozen=True)
+class AuditResult:
+    """What the full pass said of the tokens waiting on trust (`_Decoder._audit`): those it let stand and, at the
+    first it refused, where the output is cut back and what the full model writes there instead."""
+
+    audited: list[TokenRecord]
+    cut_at: int | None = None  # output index of the refused token
+    correction: TokenRecord | None = None  # the full model's own token in its place
+    kept: int = 0  # this round's draft tokens before the refused one (they stand)
+    rolled_back: int = 0  # earlier rounds' tokens cut
+
+    @property
+    def refused(self) -> bool:
+        return self.cut_at is not None
+
+
 @dataclass
 class RoundResult:
     """One round's decisions: its record (draft, counts, calls), the tokens it wrote and what its audit did."""
@@ -34,6 +50,17 @@ class RoundResult:
     @property
     def refused(self) -> bool:
         return self.cut_at is not None
+
+    def take_audit(self, audit: AuditResult) -> bool:
+        """Record an audit of everything that waited (nothing waits after it); True if it refused a token, which
+        ends the round: its counts become the tokens before the refused one and the correction."""
+        self.waiting = []
+        self.audited.extend(audit.audited)
+        if audit.refused:
+            self.cut_at, self.correction = audit.cut_at, audit.correction
+            self.record.accepted, self.record.emitted = audit.kept, audit.kept + 1
+            self.record.rolled_back = audit.rolled_back
+        return audit.refused
 
     def keep_on_trust(self, position: int, record: TokenRecord) -> None:
         """Token `record` (at sequence `position`) was kept by tier 1 or 2 and waits for the full model's audit."""

@@ -14,16 +14,22 @@ The cache keeps every past position in every layer, also for sliding-window laye
 Mistral, Phi-3): a sliding-window cache layer forgets what fell out of its window and so cannot be
 rolled back past it, and rolling back is what speculative decoding does. The attention masks still
 apply the window, so the outputs are those of the model.
+
+A round reads a verifier through a `VerifierPass`: one batched pass of a scorer over the round's draft, run the
+first time a token asks for it (its KV rollback, `Scorer.rollback_to`, happens then).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
+from core.decoding.confidence import confidences
+from core.decoding.sampling import Sampler
 from core.decoding.timing import Stopwatch
 from core.models.layer_routes import LayerRoute
 from core.models.memo import PredictionMemo, memo_key
@@ -100,10 +106,17 @@ class Scorer:
             self.memo.put_rows(self.memo_key, wanted, logits)  # in the model's dtype: exact, and compact
         return logits.float(), call
 
+    def rollback_to(self, tokens: list[int], at_most: int) -> int:
+        """The KV rollback of speculative decoding: crop the physical cache to the longest common prefix of what it
+        holds and `tokens` (at most `at_most` positions); returns the length kept. One rule undoes a rejected
+        draft or an audit's cut, whatever way the last round ended, with no special case."""
+        keep = min(_common_prefix(self._cache_tokens, tokens), at_most)
+        self._crop(keep)
+        return keep
+
     @torch.inference_mode()
     def _forward(self, tokens: list[int], first: int, last: int) -> torch.Tensor:
-        keep = min(_common_prefix(self._cache_tokens, tokens[:last]), first - 1)
-        self._crop(keep)
+        keep = self.rollback_to(tokens[:last], first - 1)  # the last prefix token is always run: its row is wanted
         ids = torch.tensor([tokens[keep:last]], device=self.device)
         positions = torch.arange(keep, last, device=self.device).unsqueeze(0)
         wanted = last - first + 1  # only these rows go through the output head (logits_to_keep)
@@ -120,3 +133,53 @@ class Scorer:
             if excess > 0:
                 layer.crop(-excess)
         self._cache_tokens = self._cache_tokens[:length]
+
+
+class VerifierPass:
+    """One verifier's batched pass over a round's draft, run the first time anything asks for it.
+
+    `ran` says whether it has run; `q(j)`, `best(j)` and `confidence(j)` read draft position j.
+    The pass may also cover `earlier` tokens kept before the draft (copies awaiting their audit):
+    they sit at draft positions -earlier .. -1.
+    Distributions stay on the device; argmax and confidence of every position come to the host in
+    one transfer per pass.
+    """
+
+    def __init__(self, scorer: Scorer, sequence: list[int], first: int, last: int, sampler: Sampler,
+                 signal: str, on_call: Callable[[Scorer, ScorerCall], None], earlier: int = 0) -> None:
+        self.scorer, self.sequence, self.first, self.last = scorer, sequence, first - earlier, last
+        self.earlier = earlier
+        self.sampler, self.signal, self.on_call = sampler, signal, on_call
+        self.ran = False
+        self._q: torch.Tensor | None = None
+        self._best: list[int] = []
+        self._confidence: list[float] = []
+
+    def run(self) -> None:
+        logits, call = self.scorer.predict(self.sequence, self.first, self.last)
+        self._q = self.sampler.distribution(logits)
+        best = torch.argmax(self._q, dim=-1)
+        both = torch.stack([best.float(), confidences(self._q, best, self.signal)]).tolist()
+        self._best, self._confidence = [int(b) for b in both[0]], both[1]
+        self.ran = True
+        self.on_call(self.scorer, call)
+
+    def _ready(self) -> VerifierPass:
+        """Run the pass the first time anything asks for one of its positions."""
+        if not self.ran:
+            self.run()
+        return self
+
+    def q(self, j: int) -> torch.Tensor:
+        return self._ready()._q[self.earlier + j]
+
+    def best(self, j: int) -> int:
+        return self._ready()._best[self.earlier + j]
+
+    def confidence(self, j: int) -> float:
+        return self._ready()._confidence[self.earlier + j]
+
+    def recorded_confidence(self, j: int) -> float | None:
+        """The confidence at j if this pass ran and covered j, else None (for the trace)."""
+        row = self.earlier + j
+        return self._confidence[row] if self.ran and 0 <= row < len(self._confidence) else None

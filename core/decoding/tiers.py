@@ -40,31 +40,50 @@ class TierFacts:
 
 
 def decide_tier(facts: TierFacts, policy: RoundPolicy) -> TierDecision:
-    """The whole tier rule for one draft token: nothing after it changes its answer."""
-    if facts.full_already_ran:
+    """The whole tier rule for one draft token: nothing after it changes its answer.
+
+    The paper's three tiers are the three branches below; our two extensions sit apart, each in its own
+    function: the model evidence a copy needs before tier 1 keeps it (`_copy_has_evidence`) and the audit that
+    must run before more waits on trust (`_unless_audit_due`)."""
+    if facts.full_already_ran:  # the full pass ran this round: its verdicts are exact and already paid for
         return TierDecision(Tier.FULL, Reason.FREE_VERDICT)
-    confident = fires(facts.draft_confidence, policy.tau_accept)
-    if confident and facts.is_copy:  # a copy's statistic counts only with the model evidence the policy asks for
-        confident = _has_evidence(facts, policy)
-    due = policy.on_trust(facts.is_copy) and facts.audit_due  # it would wait on trust, but the queue is full
-    if confident and not facts.stop_token:  # tier 1; a stop token never ends the answer unverified
-        return TierDecision(Tier.FULL, Reason.AUDIT_DUE) if due else TierDecision(Tier.DRAFT, Reason.DRAFT_CONFIDENT)
-    if facts.slim_open and policy.tier2_on and fires(facts.slim_confidence(), policy.tau_slim):  # tier 2
-        return TierDecision(Tier.FULL, Reason.AUDIT_DUE) if due else TierDecision(Tier.SLIM, Reason.SLIM_CONFIDENT)
-    if facts.stop_token:
-        return TierDecision(Tier.FULL, Reason.STOP_TOKEN)
-    if facts.is_copy and fires(facts.draft_confidence, policy.tau_accept):  # the statistic alone would have passed
-        return TierDecision(Tier.FULL, Reason.COPY_NEEDS_EVIDENCE)
-    return TierDecision(Tier.FULL, Reason.NOT_CONFIDENT)  # tier 3
+    # Tier 1, direct accept: c_j >= tau_accept; a stop token never ends the answer unverified
+    if fires(facts.draft_confidence, policy.tau_accept) and _copy_has_evidence(facts, policy) and not facts.stop_token:
+        return _unless_audit_due(TierDecision(Tier.DRAFT, Reason.DRAFT_CONFIDENT), facts, policy)
+    # Tier 2, slim verifier: s_j >= tau_slim (reading s_j runs the slim pass, once per round)
+    if facts.slim_open and policy.tier2_on and fires(facts.slim_confidence(), policy.tau_slim):
+        return _unless_audit_due(TierDecision(Tier.SLIM, Reason.SLIM_CONFIDENT), facts, policy)
+    # Tier 3, full verifier: everything else
+    return TierDecision(Tier.FULL, _why_full(facts, policy))
 
 
-def _has_evidence(facts: TierFacts, policy: RoundPolicy) -> bool:
-    """Whether a copy confident on its statistic has the model evidence `policy.copy_evidence` asks of tier 1."""
+def _copy_has_evidence(facts: TierFacts, policy: RoundPolicy) -> bool:
+    """Extension: a copy's confidence is a statistic of the text, so tier 1 keeps it only with the model evidence
+    `policy.copy_evidence` asks for. A model's draft needs none."""
+    if not facts.is_copy:
+        return True
     if policy.copy_evidence is CopyEvidence.SLIM:  # the slim verifier must agree as surely (its pass runs)
         return facts.slim_open and fires(facts.slim_agreement(), policy.tau_accept)
     if policy.copy_evidence is CopyEvidence.AUDIT:  # kept on trust once copies proved reliable
         return facts.copies_trusted
     return policy.copy_evidence is CopyEvidence.STATISTIC  # "verifier": never
+
+
+def _unless_audit_due(kept: TierDecision, facts: TierFacts, policy: RoundPolicy) -> TierDecision:
+    """Extension: a token tier 1 or 2 would keep on trust goes to the full pass instead when `audit_span` tokens
+    already wait (that pass audits them first)."""
+    if policy.on_trust(facts.is_copy) and facts.audit_due:
+        return TierDecision(Tier.FULL, Reason.AUDIT_DUE)
+    return kept
+
+
+def _why_full(facts: TierFacts, policy: RoundPolicy) -> Reason:
+    """Why tier 3 decides: a stop token, a copy whose statistic alone would have passed, or no confidence."""
+    if facts.stop_token:
+        return Reason.STOP_TOKEN
+    if facts.is_copy and fires(facts.draft_confidence, policy.tau_accept):
+        return Reason.COPY_NEEDS_EVIDENCE
+    return Reason.NOT_CONFIDENT
 
 
 def outcome_of(tier: Tier, accepted: bool) -> Outcome:
