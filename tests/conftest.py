@@ -17,7 +17,7 @@ for path in (ROOT, ROOT / "tests"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-FULL_ONLY = ("embedded", "browser", "mutation", "real_pair")  # markers the quick tier leaves out (but `quick`)
+FULL_ONLY = ("embedded", "browser", "mutation", "real_pair", "full")  # left out of the quick tier (but `quick`)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

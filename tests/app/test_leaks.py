@@ -237,6 +237,7 @@ def _growth(mode: str) -> dict[str, float]:
     return json.loads(done.stdout.splitlines()[-1])
 
 
+@pytest.mark.full  # 240 bf16 runs in two subprocesses: a leak measurement, about a minute
 def test_bf16_kernels_for_new_pass_shapes_stop_piling_up_once_the_caches_are_capped() -> None:
     """A tiny bf16 model run at 120 prompt lengths: with torch's defaults native memory keeps rising with each new
     length; with `bound_kernel_caches` it stops once the capped caches are full. Skipped on a CPU whose bf16

@@ -59,6 +59,25 @@ def _type(page, elem_id: str, value: float) -> None:
     box.press("Tab")
 
 
+def _wait_notch(page, text: str) -> str:
+    """Wait until the notch line (drawn by the page, no round trip) says `text`; the line."""
+    page.wait_for_function("t => (document.querySelector('#viasd-notch')?.innerText || '').includes(t)", arg=text,
+                           timeout=30_000)
+    return page.inner_text("#viasd-notch")
+
+
+def _wait_slider(page, elem_id: str, value: float) -> None:
+    """Wait until a slider stands at `value` (it may follow another slider or the picker a frame later)."""
+    page.wait_for_function("([id, v]) => Math.abs(Number(document.querySelector(`#${id} input[type=range]`)?.value)"
+                           " - v) < 1e-6", arg=[elem_id, value], timeout=30_000)
+
+
+def _wait_rerouted(page, tau_accept: float) -> None:
+    """Wait for the server's answer to the release at `tau_accept` (its status line names the thresholds)."""
+    page.wait_for_function("a => new RegExp(`^Re-routed.* to τ ${a} /`).test(document.querySelector('#viasd-status')"
+                           ".innerText)", arg=f"{tau_accept:g}", timeout=30_000)
+
+
 def test_the_app_opens_on_the_recorded_pair_sweep(page, opening) -> None:
     status = page.inner_text("#viasd-status")
     assert status.startswith("Recorded run") and "no model loaded" in status
@@ -91,7 +110,8 @@ def test_a_far_move_trades_speed_for_fidelity_with_no_server_call(page, opening)
     requests: list[str] = []
     page.on("request", lambda r: requests.append(r.url))
     _type(page, "viasd-tau-accept", 0.9)
-    page.wait_for_timeout(300)
+    _wait_notch(page, "τ_accept 0.90")
+    _wait_rerouted(page, 0.9)  # the server answered that release: its request is out before the count starts
     before = _headline(page)
     requests.clear()
     box = page.locator("#viasd-tau-accept input[type=number]")
@@ -143,7 +163,11 @@ def test_quick_notches_are_each_drawn_once_and_no_late_answer_draws_over_them(pa
     for i in range(8):  # two bursts; the answer to the first's release lands during the second
         page.keyboard.press("ArrowLeft" if i % 2 == 0 else "ArrowRight")
         page.wait_for_timeout(600 if i == 3 else 150 if i > 3 else 60)
-    page.wait_for_timeout(3000)  # every answer in
+    deadline = time.monotonic() + 30
+    while len(answered) < 2 and time.monotonic() < deadline:  # both bursts' answers computed
+        page.wait_for_timeout(50)
+    page.wait_for_function("n => window.__speeds.length >= n", arg=8, timeout=30_000)  # every notch drawn
+    page.wait_for_timeout(1000)  # an absence: a third re-route, or a late answer drawing over a notch, would show
     seen = page.evaluate("() => window.__speeds")
     at_85 = seen[0]
     assert at_85 != at_90 and seen == [at_85, at_90] * 4, seen
@@ -153,29 +177,26 @@ def test_quick_notches_are_each_drawn_once_and_no_late_answer_draws_over_them(pa
 
 def test_tau_slim_follows_tau_accept_down_and_back_up(page) -> None:
     _type(page, "viasd-tau-slim", 0.6)  # snaps to the calibrated 0.575
-    page.wait_for_timeout(300)
-    assert "τ_slim 0.575" in page.inner_text("#viasd-notch")
+    _wait_notch(page, "τ_slim 0.575")
     _type(page, "viasd-tau-accept", 0.4)
-    page.wait_for_timeout(300)
-    assert _slider(page, "viasd-tau-slim") == pytest.approx(0.4)
+    _wait_slider(page, "viasd-tau-slim", 0.4)
     _type(page, "viasd-tau-accept", 0.85)
-    page.wait_for_timeout(300)
-    assert _slider(page, "viasd-tau-slim") == pytest.approx(0.6)
-    page.wait_for_timeout(1500)
+    _wait_slider(page, "viasd-tau-slim", 0.6)
+    _wait_notch(page, "τ_accept 0.85")
+    _wait_rerouted(page, 0.85)  # the server's answer to the last release is in: none of them warned
     assert "out of order" not in page.inner_text("body")
 
 
 def test_gamma_between_grid_values_snaps_and_says_so(page, opening) -> None:
     _type(page, "viasd-gamma", 5)
-    page.wait_for_timeout(300)
-    line = page.inner_text("#viasd-notch")
+    line = _wait_notch(page, "nearest to")
     assert re.search(r"γ 6 \(nearest to .*γ 5\)", line), line
 
 
 def test_outside_the_grid_the_numbers_are_ghosts_and_no_model_loads(page) -> None:
     box = page.locator("#viasd-tau-accept input[type=number]")
     box.fill("0.1")
-    page.wait_for_timeout(300)
+    page.wait_for_selector("#viasd-headline.ghost", timeout=30_000)
     assert page.locator("#viasd-headline.ghost").count() == 1
     assert "not in the grid" in page.inner_text("#viasd-notch")
     box.press("Tab")
@@ -188,10 +209,9 @@ def test_the_picker_sets_both_sliders(page) -> None:
     page.click("#viasd-picker-box button, #viasd-picker-box .label-wrap")
     cell = page.locator('#viasd-picker rect.cell[data-a="0.70"][data-s="0.40"]')
     cell.click()
-    page.wait_for_timeout(500)
-    assert _slider(page, "viasd-tau-accept") == pytest.approx(0.7)
-    assert _slider(page, "viasd-tau-slim") == pytest.approx(0.4)
-    assert "τ_accept 0.70 · τ_slim 0.40" in page.inner_text("#viasd-notch")
+    _wait_notch(page, "τ_accept 0.70 · τ_slim 0.40")
+    _wait_slider(page, "viasd-tau-accept", 0.7)
+    _wait_slider(page, "viasd-tau-slim", 0.4)
 
 
 def test_the_page_snaps_as_the_grid_does(page, opening) -> None:

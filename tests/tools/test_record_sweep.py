@@ -130,6 +130,7 @@ def _shipped(prefix: str) -> list[Path]:
     return sorted(SWEEPS.glob(f"{prefix}*.sweep.json.gz"))
 
 
+@pytest.mark.embedded  # the real SmolLM2, run live
 @pytest.mark.parametrize("path", _shipped("smollm2"), ids=lambda p: p.name)
 def test_a_shipped_smollm2_point_equals_a_fresh_re_route(path: Path) -> None:
     sweep = from_file(path)
