@@ -99,9 +99,10 @@ def read_prompt_set(path: str | Path) -> list[SetPrompt]:
     return parse_prompt_set(raw, str(path))
 
 
-def halves(prompts: list[SetPrompt], count: int | None = None) -> tuple[list[SetPrompt], list[SetPrompt]]:
+def halves(prompts: list[SetPrompt], count: int | None = None,
+           name: str = "a prompt set") -> tuple[list[SetPrompt], list[SetPrompt]]:
     """(tuning, held-apart): odd-numbered prompts tune, even-numbered ones report (1st, 3rd, ... tune), each half
     cut to `count`. The recommendation is chosen on the first half only, so the second half's figures are honest."""
     if len(prompts) < 2:
-        raise PromptError("a prompt set needs at least two prompts: one half tunes, the other is held apart")
+        raise PromptError(f"{shown(name)} needs at least two prompts: one half tunes, the other is held apart")
     return prompts[0::2][:count], prompts[1::2][:count]

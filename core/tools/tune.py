@@ -54,7 +54,7 @@ def load_prompt_set(family: str | None, prompt_file: str | None, count: int,
 
         return halves([SetPrompt(p) for p in CALIBRATION_PROMPTS], count)
     if prompt_file:
-        return halves(read_prompt_set(prompt_file), count)
+        return halves(read_prompt_set(prompt_file), count, prompt_file)
     from examples import FAMILIES, load_prompts
 
     families = [family] if family else list(FAMILIES)
