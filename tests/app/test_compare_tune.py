@@ -95,6 +95,7 @@ def test_the_empty_views_say_what_to_do():
     assert list(halves_table(None).columns)[:2] == ["half", "prompts"] and halves_table(None).empty
 
 
+@pytest.mark.embedded
 def test_the_launched_app_tunes_an_uploaded_file_and_keeps_working_after_a_bad_one(app_client, tmp_path):
     from gradio_client import handle_file
 
