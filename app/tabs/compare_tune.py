@@ -67,7 +67,7 @@ def _ceiling(value: object) -> float:
     return ceiling / 100
 
 
-@reports_errors("status", " (the app keeps working: fix the file and upload it again)")
+@reports_errors("status", " (nothing changed; the app keeps working)")
 def _tune_set(settings: Settings, session: str, path: str | None, values_text: str, ceiling: object,
               progress: Any):
     if not path:

@@ -21,13 +21,14 @@ def acceptance_figure(halves: dict[str, dict] | None) -> go.Figure:
         return finish(fig, "Acceptance by draft position")
     for half, serving in halves.items():
         drafts = max(int(serving["drafts"]), 1)
-        positions = [f"{half} · {i + 1}" for i in range(len(serving["accepted_per_pos"]))]
+        width = len(serving["accepted_per_pos"])
+        positions = [[half] * width, [str(i + 1) for i in range(width)]]  # grouped axis: half, then position
         for tier, counts in sorted(serving["by_tier_per_pos"].items()):
             fig.add_trace(go.Bar(x=positions, y=[n / drafts for n in counts], name=TIER_LABELS[int(tier)],
                                  marker={"color": TIER_COLOURS[int(tier)]}, legendgroup=str(tier),
                                  showlegend=half == next(iter(halves)),
-                                 hovertemplate="position %{x}: %{y:.2f} of drafts<extra>%{fullData.name}</extra>"))
+                                 hovertemplate="%{x}: %{y:.2f} of drafts<extra>%{fullData.name}</extra>"))
     lengths = ", ".join(f"{h} {s['mean_acceptance_length']:.2f}" for h, s in halves.items())
     fig.update_layout(barmode="stack", yaxis={"title": "share of drafts kept", "range": [0, 1.05]},
-                      xaxis={"title": "half · draft position"})
+                      xaxis={"title": "draft position, per half"})
     return finish(fig, "Acceptance by draft position", f"mean acceptance length: {lengths}")

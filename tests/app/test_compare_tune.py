@@ -54,7 +54,8 @@ def test_a_prompt_file_is_tuned_drawn_and_exported(monkeypatch, tiny, tmp_path):
                                                              abs=1e-3)
     bars = [t for t in final["plot"].data if t.type == "bar"]
     held = export["via_sd"]["held_apart_half"]["serving"]
-    stacked = [sum(t.y[i] for t in bars if t.x[i].startswith("held apart")) for i in range(TEST_SETTINGS.gamma)]
+    held_bars = [t for t in bars if t.x[0][0] == "held apart"]
+    stacked = [sum(t.y[i] for t in held_bars) for i in range(TEST_SETTINGS.gamma)]
     assert stacked == pytest.approx(held["acceptance_by_position"], abs=1e-3)
 
 
