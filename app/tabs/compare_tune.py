@@ -74,7 +74,11 @@ def _tune_set(settings: Settings, session: str, path: str | None, values_text: s
         raise PromptError("choose a prompt file first: one prompt per line, or JSONL lines such as "
                           '{"prompt": "...", "must": ["..."]}')
     file = Path(path)
-    tuning, held = halves(parse_prompt_set(file.read_bytes(), file.name), APP_HALF, file.name)
+    try:
+        raw = file.read_bytes()
+    except OSError:
+        raise PromptError(f"cannot read the uploaded file '{shown(file.name)}': upload it again") from None
+    tuning, held = halves(parse_prompt_set(raw, file.name), APP_HALF, file.name)
     target, values = Target("words_differing", _ceiling(ceiling)), parse_values(values_text)
     config = settings.config()
     base = config.with_(mode="via")
