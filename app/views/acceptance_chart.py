@@ -30,5 +30,5 @@ def acceptance_figure(halves: dict[str, dict] | None) -> go.Figure:
                                  hovertemplate="%{x}: %{y:.2f} of drafts<extra>%{fullData.name}</extra>"))
     lengths = ", ".join(f"{h} {s['mean_acceptance_length']:.2f}" for h, s in halves.items())
     fig.update_layout(barmode="stack", yaxis={"title": "share of drafts kept", "range": [0, 1.05]},
-                      xaxis={"title": "draft position, per half"})
+                      xaxis={"title": None})  # the grouped labels name the half and the position
     return finish(fig, "Acceptance by draft position", f"mean acceptance length: {lengths}")
