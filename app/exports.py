@@ -8,6 +8,7 @@ under one parent per process and only the newest `KEEP` survive.
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 import threading
@@ -50,3 +51,14 @@ def export_files(trace: Trace, keep: int = KEEP) -> list[str]:
     with _lock:
         _prune(root, keep)
     return [str(p) for p in paths]
+
+
+def export_json(data: dict, stem: str, keep: int = KEEP) -> str:
+    """Write `data` as `<stem>_<time>.json` into a fresh folder (pruned as the runs' are); return its path."""
+    root = export_root()
+    folder = Path(tempfile.mkdtemp(prefix="json-", dir=root))
+    path = folder / f"{stem}_{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps(data, indent=1, default=str) + "\n")
+    with _lock:
+        _prune(root, keep)
+    return str(path)

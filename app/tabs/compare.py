@@ -16,6 +16,7 @@ from app.model_thread import MODEL, model_event
 from app.prefetch import PREFETCHER
 from app.session import SESSIONS, session_id
 from app.settings import DEFAULT, Settings
+from app.tabs.compare_tune import PromptSetPanel, parse_values
 from app.views import tables
 from app.views.diff import diff_html
 from app.views.grid_chart import row_name, tradeoff_figure
@@ -25,7 +26,6 @@ from app.views.tradeoff_chart import tradeoff_chart
 from app.widgets import stop_requested_js
 from core import attach_fidelity, generate, summarize
 from core.analysis.tradeoffs import scheme_points, sweep_schemes, threshold_grid
-from core.errors import ConfigError, shown
 from core.round_policy import threshold_text
 from examples import expectations_for
 
@@ -53,20 +53,6 @@ def _text(mode: str, trace: Any, plain: Any) -> str:
     used = (f'<div class="viasd-note">{mode_label(mode, trace)} · modelled speed-up '
             f'{speed_text(summarize(trace)["modelled_speedup"])}</div>')
     return diff_html(trace, plain, f"viasd-compare-{mode}") + used
-
-
-def parse_values(text: str) -> list[float]:
-    """'0.3, 0.5, 1' -> [0.3, 0.5, 1.0]; raises ConfigError with a readable message."""
-    text = text if isinstance(text, str) else ""
-    try:
-        values = sorted({round(float(v), 4) for v in text.replace(";", ",").split(",") if v.strip()})
-    except ValueError:
-        raise ConfigError(f"cannot read threshold values '{shown(text)}': write them like 0.3, 0.5, 0.9") from None
-    if not values or any(not 0.0 <= v <= 1.0 for v in values):
-        raise ConfigError("threshold values must be numbers within [0, 1], e.g. 0.3, 0.5, 0.9")
-    if len(values) > 8:
-        raise ConfigError("at most 8 threshold values (43 pairs) per grid")
-    return values
 
 
 @reports_errors("status")
@@ -185,6 +171,7 @@ class CompareTab:
         self.grid_state = gr.State(None)
         self.grid_out = {"tradeoff_plot": self.tradeoff_plot, "grid_table": grid_table, "grid_status": grid_status,
                          "grid": self.grid_state}
+        self.prompt_set = PromptSetPanel()
         assert tuple(self.compare_out) == COMPARE_OUTPUTS and tuple(self.grid_out) == GRID_OUTPUTS
         assert tuple(self.schemes_out) == SCHEME_OUTPUTS
 
@@ -231,4 +218,5 @@ class CompareTab:
         status = self.compare_out["status"]
         self.stop_btn.click(None, status, status, js=COMPARE_STOP_JS, queue=False, api_visibility="private")
         self.stop_btn.click(self.stop, None, status, api_visibility="private", queue=False)
+        self.prompt_set.wire(widgets)
 

@@ -22,6 +22,7 @@ HOSTILE = {
     "int": [2**70, -(2**70), math.nan, 1.5, -1, None, "abc"],
     "bool": [None, "yes", 2],
     "other": [None, LONG, -1],
+    "file": [None, LONG, -1, "../../../etc/passwd"],
 }
 SAFE = {"prompt": "Name a colour.", "max_new_tokens": 4, "gamma": 2, "mode": "via", "values_text": "0.5, 1",
         "verifier": "", "drafter_id": "", "real_timing": False, "sampling": False}
@@ -35,6 +36,8 @@ def kind_of(parameter: dict) -> str:
     declared = parameter["python_type"]["type"]
     if declared.startswith("Literal["):
         return "choice"
+    if declared == "filepath":  # an upload: Gradio takes only a file description ({"path": ...}) it stored itself
+        return "file"
     return declared if declared in HOSTILE else "other"
 
 
@@ -42,6 +45,8 @@ def wrong_json_type(kind: str, value: object) -> bool:
     """A value Gradio's own preprocessing refuses before any app code runs."""
     if kind in ("float", "int"):
         return value is None or isinstance(value, str)
+    if kind == "file":  # a bare string or number is not a file Gradio stored: it refuses it before any app code
+        return value is not None and not isinstance(value, dict)
     return kind == "bool" and not isinstance(value, bool)
 
 

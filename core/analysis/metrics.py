@@ -38,11 +38,28 @@ Definitions (a "round" is one draft-and-verify cycle; plain decoding has one tok
                     output, over the words of the longer text (core.analysis.textdiff); special tokens never count.
 * expectations_met  expectations of the prompt (core.analysis.expectations) this output meets, out of
                     expectations_total; full_expectations_met: how many the full model's own output meets.
+
+Serving metrics (`AcceptanceCounts`), counted as vLLM counts them (vllm/v1/spec_decode/metrics.py), per run or
+pooled over a prompt set by adding the counts (never by averaging rates). A "draft" is a round that drafted at
+least one token (vLLM's num_drafts); its draft positions are 1..gamma.
+* draft_acceptance_rate   accepted / drafted: vLLM's "draft acceptance rate" (1 - rejection_rate).
+* mean_acceptance_length  1 + accepted / drafts: vLLM's (the same number as in summarize()).
+* acceptance_by_position  for position i: drafts whose i-th draft token is in the output / drafts: vLLM's
+                    "per-position acceptance rate" (a draft shorter than i counts as not accepted there, as a
+                    vLLM draft cut short does). The rates sum to mean_acceptance_length - 1.
+* drafts_per_round  drafts / rounds: the share of rounds that drafted (prompt lookup finds no match, a draft
+                    cut below draft_stop_below before its first token); vLLM has no rounds without a draft.
+* draft_length      drafted / drafts: draft tokens per draft (gamma, less where drafts were cut).
+VIA-SD's tier-1 tokens (direct-accepted: no verifier ran for them) and tier-2 tokens (slim-accepted) count as
+accepted, as classic SD's full-accepted ones do: "accepted" means "kept in the output", whoever kept it. vLLM's
+rejection sampler is the only judge there, so its accepted tokens are all verifier-checked; ours are split by
+tier in `by_tier_per_pos` so a reader sees how many no verifier looked at.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 
 from core.trace import Trace
 from core.vocabulary import Outcome, Reason
@@ -117,3 +134,81 @@ def measured_speedup(trace: Trace, baseline: Trace) -> float | None:
     None when the baseline has no measured time."""
     mine, base = summarize(trace)["tokens_per_s"], summarize(baseline)["tokens_per_s"]
     return mine / base if base else None
+
+
+@dataclass
+class AcceptanceCounts:
+    """vLLM-shaped counters of one run or a pooled prompt set (module docstring: serving metrics). Add two to pool."""
+
+    rounds: int = 0
+    drafts: int = 0  # rounds that drafted (vLLM num_drafts)
+    drafted: int = 0  # draft tokens (vLLM num_draft_tokens)
+    accepted: int = 0  # draft tokens in the output, any tier (vLLM num_accepted_tokens)
+    accepted_per_pos: list[int] = field(default_factory=list)  # vLLM num_accepted_tokens_per_pos, position 1 first
+    by_tier_per_pos: dict[int, list[int]] = field(default_factory=dict)  # accepted_per_pos split by deciding tier
+
+    def __add__(self, other: AcceptanceCounts) -> AcceptanceCounts:
+        width = max(len(self.accepted_per_pos), len(other.accepted_per_pos))
+
+        def padded(values: list[int]) -> list[int]:
+            return values + [0] * (width - len(values))
+
+        tiers = set(self.by_tier_per_pos) | set(other.by_tier_per_pos)
+        return AcceptanceCounts(
+            self.rounds + other.rounds, self.drafts + other.drafts, self.drafted + other.drafted,
+            self.accepted + other.accepted,
+            [a + b for a, b in zip(padded(self.accepted_per_pos), padded(other.accepted_per_pos), strict=True)],
+            {t: [a + b for a, b in zip(padded(self.by_tier_per_pos.get(t, [])),
+                                       padded(other.by_tier_per_pos.get(t, [])), strict=True)] for t in sorted(tiers)})
+
+    @property
+    def draft_acceptance_rate(self) -> float:
+        return self.accepted / self.drafted if self.drafted else 0.0
+
+    @property
+    def mean_acceptance_length(self) -> float:
+        return 1.0 + self.accepted / self.drafts if self.drafts else 1.0
+
+    @property
+    def acceptance_by_position(self) -> list[float]:
+        return [n / self.drafts if self.drafts else 0.0 for n in self.accepted_per_pos]
+
+    @property
+    def drafts_per_round(self) -> float:
+        return self.drafts / self.rounds if self.rounds else 0.0
+
+    @property
+    def draft_length(self) -> float:
+        return self.drafted / self.drafts if self.drafts else 0.0
+
+    def to_dict(self) -> dict:
+        """The counts and every rate derived from them (rates rounded for files; counts exact)."""
+        return {"rounds": self.rounds, "drafts": self.drafts, "drafted": self.drafted, "accepted": self.accepted,
+                "draft_acceptance_rate": round(self.draft_acceptance_rate, 4),
+                "mean_acceptance_length": round(self.mean_acceptance_length, 4),
+                "drafts_per_round": round(self.drafts_per_round, 4), "draft_length": round(self.draft_length, 4),
+                "acceptance_by_position": [round(r, 4) for r in self.acceptance_by_position],
+                "accepted_per_pos": list(self.accepted_per_pos),
+                "by_tier_per_pos": {str(t): list(v) for t, v in self.by_tier_per_pos.items()}}
+
+
+def acceptance_counts(trace: Trace) -> AcceptanceCounts:
+    """The serving counters of one run, read from its trace: a round's kept drafts are its first tokens (a draft is
+    kept up to its first refused token), so the j-th token of a round, if accepted, was draft position j. A token
+    that replaces an audited copy opens its round without being a draft, so it is not counted as a position."""
+    width = max((r.drafted for r in trace.rounds), default=0)
+    counts = AcceptanceCounts(rounds=len(trace.rounds), accepted_per_pos=[0] * width,
+                              by_tier_per_pos={tier: [0] * width for tier in (1, 2, 3)})
+    drafting = {r.index for r in trace.rounds if r.drafted}
+    counts.drafts = len(drafting)
+    counts.drafted = sum(r.drafted for r in trace.rounds)
+    position: Counter = Counter()
+    for token in trace.tokens:
+        if token.round not in drafting or token.reason == Reason.AUDIT_REFUSED:
+            continue
+        position[token.round] += 1
+        if token.outcome in ACCEPTED and position[token.round] <= width:
+            counts.accepted += 1
+            counts.accepted_per_pos[position[token.round] - 1] += 1
+            counts.by_tier_per_pos[int(token.tier)][position[token.round] - 1] += 1
+    return counts
