@@ -5,7 +5,8 @@ the output is the full model's own on every threshold pair. Measuring fidelity a
 reference (one memo lookup and an argmax over the vocabulary per token) and a teacher-forced pass —
 most of the ~560 ms a re-route spent on the server (profiled with cProfile, `python -m app.latency`).
 Both depend only on the verifier, the prompt, the length cap and the output's token ids, so they are
-kept here, keyed by exactly those, least recently used out first.
+kept here, keyed by exactly those, least recently used out first. The reference itself comes by the fastest exact
+method (core.analysis.fast_reference): in float32, classic SD replaying what the run already computed.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import time
 from collections import OrderedDict
 
 from core import attach_fidelity
-from core.analysis.fidelity import reference_continuation
+from core.analysis.fast_reference import exact_reference
 from core.models.loading import ModelBundle
 from core.trace import Fidelity, Trace
 from examples import expectations_for
@@ -62,11 +63,12 @@ class FidelityCache:
             trace.fidelity = copy.deepcopy(found)
             return trace.fidelity
         if reference is None:
-            started = time.perf_counter()  # with the memo bypassed, every pass of this plain decode runs here
-            reference = reference_continuation(bundle, trace, use_memo=False)
+            started = time.perf_counter()
+            found = exact_reference(bundle, trace)
             seconds = time.perf_counter() - started
+            reference = found.tokens
             self._remember(self._reference, answer, reference)
-            if reference and seconds > 0:
+            if found.plain and reference and seconds > 0:  # decoded plainly, every pass run: plain's own speed
                 with self._lock:
                     self._plain[answer[:2]] = len(reference) / seconds
         fidelity = attach_fidelity(bundle, trace, reference, expectations=expectations_for(trace.prompt))

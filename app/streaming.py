@@ -169,7 +169,8 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "", prev
         if not stopped:  # the text is final: say so now, then measure how far it is from the full model's
             yield {**text_update(trace, phase), "status": status_line(trace, phase) + " · measuring fidelity…"}
             FIDELITY.attach(bundle, trace)
-            if previous is None:
+            if previous is None:  # words differing on screen as soon as it exists, before reliability's pass
+                yield {**text_update(trace, phase), "status": status_line(trace, phase) + " · measuring reliability…"}
                 reliability = measure_reliability(bundle, trace, config)
     text = text_update(trace, phase)
     yield text
