@@ -2,8 +2,9 @@
 
 A point the memo has not seen needs the model for every prefix it has not visited (seconds on a 2-core CPU);
 one already computed is drawn in the browser in a frame. So after each live run the app works through the
-run's grid (app.grids.RunGrid: τ_accept notches, the τ_slim values that matter, γ at three values), nearest the
-run's own point first, in one background thread; each finished point lands in the grid, and the page picks
+run's grid (app.grids.RunGrid: τ_accept notches, the τ_slim values that matter, γ at three values) in one
+background thread: first every notch of the τ_accept line the visitor looks at (the run's τ_slim and γ, or the last
+re-route's), nearest first, then the rest nearest first; each finished point lands in the grid, and the page picks
 it up (app.views.page_grid). A new run cancels the job; any model event stops it at its next round and waits
 for it to exit, so foreground runs, and "Run it live" in particular, never share the CPU with it.
 """
@@ -76,9 +77,11 @@ class Prefetcher:
 
     def _run(self, bundle: ModelBundle, grid: RunGrid, cancel: threading.Event) -> None:
         try:
-            for point in grid.missing():
-                if cancel.is_set():
+            while not cancel.is_set():
+                missing = grid.missing()  # asked afresh each point: a re-route may have moved the line in view
+                if not missing:
                     return
+                point = missing[0]
                 trace = generate(bundle, grid.prompt, point.apply(grid.config), should_stop=cancel.is_set)
                 if trace.stop_reason == "cancelled" or cancel.is_set():
                     return
