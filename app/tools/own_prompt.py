@@ -158,7 +158,8 @@ def main() -> None:
     print()
     print(table(rows))
     reference = "plain reference (baseline)" if args.plain_reference else "fast reference"
-    print(f"\n{args.verifier} ({args.dtype or 'auto'}), {args.tokens} new tokens, {reference}; CPU: {cpu_class()}; load average "
+    print(f"\n{args.verifier} ({args.dtype or 'auto'}), {args.tokens} new tokens, {reference}; "
+          f"CPU: {cpu_class()}; load average "
           f"{before[0]:.2f} at the start, {after[0]:.2f} / {after[1]:.2f} / {after[2]:.2f} at the end; "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
 
