@@ -4,6 +4,7 @@ Tiny random models (tests/tiny.py); no timings asserted."""
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 
@@ -58,9 +59,10 @@ def test_a_re_route_moves_the_line_computed_next(bundle: ModelBundle) -> None:
 
 
 def test_the_prefetch_computes_the_line_in_view_first(bundle: ModelBundle) -> None:
-    grid = run_grid(fresh(bundle))
+    models = fresh(bundle)  # held here, as the sessions hold a loaded bundle (the queue keeps a weak reference)
+    grid = run_grid(models)
     prefetch = Prefetcher()
-    assert prefetch.schedule(fresh(bundle), grid)
+    assert prefetch.schedule(models, grid)
     started = time.monotonic()
     while grid.line_ready()[0] < 6 and time.monotonic() - started < 120:
         time.sleep(0.05)
@@ -94,9 +96,10 @@ def test_points_share_their_prefix_up_to_their_first_differing_decision(bundle: 
 
 
 def test_a_run_pre_empts_background_work(bundle: ModelBundle) -> None:
-    grid = run_grid(fresh(bundle), CONFIG.with_(max_new_tokens=48))
+    models = fresh(bundle)
+    grid = run_grid(models, CONFIG.with_(max_new_tokens=48))
     prefetch = Prefetcher()
-    assert prefetch.schedule(fresh(bundle), grid)
+    assert prefetch.schedule(models, grid)
     started = time.monotonic()
     while len(grid.traces) < 2 and time.monotonic() - started < 120:
         time.sleep(0.02)
@@ -107,3 +110,55 @@ def test_a_run_pre_empts_background_work(bundle: ModelBundle) -> None:
         assert len(grid.traces) == held, "nothing is computed in the background while the run holds the model"
     assert grid.missing(), "the job stopped before the end of its grid"
     assert not any(t.name == "viasd-prefetch" and t.is_alive() for t in threading.enumerate())
+
+
+def test_a_grid_whose_models_were_unloaded_is_dropped_from_the_queue(bundle: ModelBundle) -> None:
+    models = fresh(bundle)
+    grid = run_grid(models)
+    prefetch = Prefetcher()
+    assert prefetch.schedule(models, grid)
+    prefetch.stop()
+    assert prefetch.pending() == [grid]
+    del models
+    gc.collect()
+    assert prefetch.pending() == [grid] and prefetch._next() is None and prefetch.pending() == []
+
+
+class Logged(RunGrid):
+    """A grid that logs each point as it lands, across grids, in one list."""
+
+    log: list = []
+
+    def add(self, point: Point, trace: object) -> None:
+        Logged.log.append((self.prompt, point.key))
+        super().add(point, trace)
+
+
+def logged_grid(bundle: ModelBundle, prompt: str, grid: Grid) -> Logged:
+    trace = generate(bundle, prompt, CONFIG)
+    found = Logged(prompt, CONFIG, grid, models_of(trace))
+    found.add(Point.of(CONFIG), trace)
+    return found
+
+
+def test_a_newer_run_goes_first_and_an_earlier_runs_grid_resumes_after(bundle: ModelBundle) -> None:
+    models = fresh(bundle)
+    first = logged_grid(models, PROMPT, GRID)
+    second = logged_grid(models, "a dog sat on a log.", Grid((0.5, 0.6, 0.7), (0.4,), (3,)))
+    Logged.log.clear()
+    prefetch = Prefetcher()
+    assert prefetch.schedule(models, first)
+    started = time.monotonic()
+    while len(first.traces) < 3 and time.monotonic() - started < 120:
+        time.sleep(0.02)
+    with prefetch.foreground():  # the second visitor's run
+        held = len(first.traces)
+        assert held < first.total
+    assert prefetch.schedule(models, second)
+    assert prefetch.pending() == [second, first]
+    while first.missing() and time.monotonic() - started < 300:
+        time.sleep(0.05)
+    prefetch.stop()
+    order = [prompt for prompt, _ in Logged.log[held - 1:]]
+    assert order == [second.prompt] * 2 + [first.prompt] * (first.total - held), "the newer grid first, then the rest"
+    assert not first.missing() and not second.missing() and prefetch.pending() == []
