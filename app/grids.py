@@ -54,6 +54,7 @@ class RunGrid:
     recorded: dict[str, Any] | None = None  # a shipped sweep's meta (models, machine, date, command)
     page: Any = field(default=None, repr=False, compare=False)  # its page encoding (app/views/page_grid.page_of)
     focus: Point | None = field(default=None, compare=False)  # where the sliders look (None: the run's own point)
+    ahead: int = field(default=0, compare=False)  # newer runs' grids the background computes before this one
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property

@@ -74,6 +74,7 @@ class Prefetcher:
         with self._lock:
             self._pending = [(weakref.ref(bundle), grid),
                              *[(b, g) for b, g in self._pending if g is not grid]][:MAX_PENDING]
+            self._number()
         if turn_borrowed():  # a re-route between two rounds of another run: that run still needs the CPU
             return False
         with self._lock:
@@ -90,9 +91,15 @@ class Prefetcher:
         """The newest queued grid that still misses points (finished ones leave the queue)."""
         with self._lock:
             self._pending = [(b, g) for b, g in self._pending if b() is not None and g.missing()]
+            self._number()
             bundle, grid = self._pending[0] if self._pending else (lambda: None, None)
         found = bundle()
         return (found, grid) if found is not None else None
+
+    def _number(self) -> None:
+        """Tell each queued grid how many are ahead of it (its page says so); under `_lock`."""
+        for ahead, (_, grid) in enumerate(self._pending):
+            grid.ahead = ahead
 
     def pending(self) -> list[RunGrid]:
         """The grids queued for the background, in the order they will be worked on."""

@@ -49,7 +49,7 @@
     }
     else if (g && g.id === d.id && d.texts_from === g.texts.length && d.kinds_from === g.kinds.length) {
       g.texts.push(...d.texts); g.kinds.push(...d.kinds); Object.assign(g.points, d.points);
-      g.order.push(...d.order); g.ready = d.ready; g.pace = d.pace;
+      g.order.push(...d.order); g.ready = d.ready; g.pace = d.pace; g.ahead = d.ahead;
     } else return;
     V.draw(V.shown, true);
   };
@@ -165,7 +165,8 @@
   V.readyLine = () => {
     const g = V.grid, line = g.recorded ? null : V.lineReady();
     const ready = g.ready >= g.total ? `all ${g.total} points` :
-      `${g.ready} of ${g.total} points (computing: the τ_accept line in view first, nearest first)`;
+      `${g.ready} of ${g.total} points (` + (g.ahead > 0 ? `queued behind ${g.ahead} newer run${g.ahead > 1 ? "s'" : "'s"}`
+      + " grid" + (g.ahead > 1 ? "s" : "") : "computing: the τ_accept line in view first, nearest first") + ")";
     const onLine = !line ? "" : `τ_accept line at τ_slim ${label(line[2].s)}, γ ${line[2].g}: ` +
       (line[0] >= line[1] ? `all ${line[1]} notches ready · ` : `${line[0]} of ${line[1]} notches ready · `);
     return `<div class="viasd-grid-line">${onLine}Grid: ${ready} · ${esc(g.source)}</div>`;

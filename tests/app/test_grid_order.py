@@ -156,9 +156,11 @@ def test_a_newer_run_goes_first_and_an_earlier_runs_grid_resumes_after(bundle: M
         assert held < first.total
     assert prefetch.schedule(models, second)
     assert prefetch.pending() == [second, first]
+    assert (second.ahead, first.ahead) == (0, 1), "the earlier run's page says one grid is ahead of it"
     while first.missing() and time.monotonic() - started < 300:
         time.sleep(0.05)
     prefetch.stop()
     order = [prompt for prompt, _ in Logged.log[held - 1:]]
     assert order == [second.prompt] * 2 + [first.prompt] * (first.total - held), "the newer grid first, then the rest"
     assert not first.missing() and not second.missing() and prefetch.pending() == []
+    assert first.ahead == 0
