@@ -164,3 +164,22 @@ def test_a_newer_run_goes_first_and_an_earlier_runs_grid_resumes_after(bundle: M
     assert order == [second.prompt] * 2 + [first.prompt] * (first.total - held), "the newer grid first, then the rest"
     assert not first.missing() and not second.missing() and prefetch.pending() == []
     assert first.ahead == 0
+
+
+def test_a_release_is_told_the_runs_measured_pace() -> None:
+    from core.trace import Trace
+
+    def ran(seconds: float) -> Trace:
+        trace = Trace(prompt=PROMPT, prompt_token_count=1, config=CONFIG.to_dict(), models={})
+        trace.wall_s = seconds
+        return trace
+
+    grid = RunGrid(PROMPT, CONFIG, GRID, ("v", "d", "float32"))
+    assert grid.pace_s() == 0.0
+    grid.add(Point.of(CONFIG), ran(30.0))
+    assert grid.pace_s() == 30.0, "before any other point: the run's own wall time"
+    for point, seconds in zip(GRID.line(Point.of(CONFIG))[1:4], (2.0, 9.0, 4.0), strict=True):
+        grid.add(point, ran(seconds))
+    assert grid.pace_s() == 4.0, "then the median of the points computed after it"
+    grid.recorded = {"recorded": "a sweep"}
+    assert grid.pace_s() == 0.0, "a recorded grid has every point"
