@@ -17,7 +17,8 @@ import time
 from collections import OrderedDict
 
 from core import attach_fidelity
-from core.analysis.fast_reference import exact_reference
+from core.analysis.fast_reference import classic_sd_twin, exact_arithmetic, exact_reference
+from core.analysis.textdiff import word_diff
 from core.models.loading import ModelBundle
 from core.trace import Fidelity, Trace
 from examples import expectations_for
@@ -35,12 +36,18 @@ class FidelityCache:
         self.max_entries = max_entries
         self.hits = 0
         self._plain: dict[tuple, float] = {}  # (verifier, dtype) -> plain tokens/s, from the last reference decode
+        self._twins: OrderedDict[tuple, list[int]] = OrderedDict()  # answer key -> classic SD's tokens (bf16)
 
     @staticmethod
     def _answer_key(bundle: ModelBundle, trace: Trace) -> tuple:
         verifier = bundle.verifier
         return (verifier.name, str(getattr(verifier, "dtype", "")), trace.prompt,
                 trace.config.chat_template, trace.config.max_new_tokens)
+
+    @staticmethod
+    def _twin_key(answer: tuple, trace: Trace) -> tuple:
+        """Classic SD's twin depends on everything but the thresholds (its drafter, routes and γ among them)."""
+        return (*answer, trace.config.with_(tau_accept=0.0, tau_slim=0.0))
 
     def _remember(self, table: OrderedDict, key: tuple, value: object) -> None:
         with self._lock:
@@ -72,8 +79,33 @@ class FidelityCache:
                 with self._lock:
                     self._plain[answer[:2]] = len(reference) / seconds
         fidelity = attach_fidelity(bundle, trace, reference, expectations=expectations_for(trace.prompt))
+        with self._lock:
+            twin = self._twins.get(self._twin_key(answer, trace))
+        if twin is not None:  # numerics apart from tiers: classic SD's own distance from plain greedy
+            tokenizer = bundle.verifier.tokenizer
+            special = getattr(tokenizer, "all_special_tokens", ())
+            fidelity.numerics_words = word_diff(tokenizer.decode(twin, skip_special_tokens=True),
+                                                tokenizer.decode(reference, skip_special_tokens=True),
+                                                special).words_differing
         self._remember(self._fidelity, key, copy.deepcopy(fidelity))
         return fidelity
+
+    def tiers_first(self, bundle: ModelBundle, trace: Trace) -> bool:
+        """In reduced precision, where the plain reference costs a pass per token: attach first what the tiers
+        changed, against the run's classic-SD twin (cheap: it replays what the run computed; `Fidelity.against`
+        says so), and keep the twin so `attach` splits numerics from tiers. False (nothing attached) in exact
+        arithmetic, for a run that is not VIA-SD, or when this answer's fidelity is known already."""
+        answer = self._answer_key(bundle, trace)
+        with self._lock:
+            known = (*answer, tuple(trace.token_ids)) in self._fidelity or answer in self._reference
+        if known or exact_arithmetic(bundle):
+            return False
+        twin = classic_sd_twin(bundle, trace)
+        if twin is None:
+            return False
+        self._remember(self._twins, self._twin_key(answer, trace), twin)
+        attach_fidelity(bundle, trace, twin, expectations=expectations_for(trace.prompt)).against = "classic SD"
+        return True
 
     def plain_speed(self, trace: Trace) -> float | None:
         """Plain decoding's tokens/s on this machine for the trace's verifier (its last reference decode)."""
@@ -90,6 +122,7 @@ class FidelityCache:
         with self._lock:
             self._fidelity.clear()
             self._reference.clear()
+            self._twins.clear()
 
 
 FIDELITY = FidelityCache()

@@ -177,6 +177,9 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "", prev
         phase = phase.format(seconds=seconds())
         if not stopped:  # the text is final: say so now, then measure how far it is from the full model's
             yield {**text_update(trace, phase), "status": status_line(trace, phase) + " · measuring fidelity…"}
+            if previous is None and FIDELITY.tiers_first(bundle, trace):  # reduced precision: the tiers' part first
+                yield {**text_update(trace, phase), "status": status_line(trace, phase) + " · decoding the full "
+                       "model's plain answer (to split numerics from tiers)…"}
             FIDELITY.attach(bundle, trace)
             if previous is None:  # words differing on screen as soon as it exists, before reliability's pass
                 yield {**text_update(trace, phase), "status": status_line(trace, phase) + " · measuring reliability…"}

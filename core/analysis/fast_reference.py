@@ -51,6 +51,17 @@ def _run_is_reference(trace: Trace, exact: bool) -> bool:
         config.mode == "plain" or (config.mode == "sd" and exact))
 
 
+def classic_sd_twin(bundle: ModelBundle, trace: Trace) -> list[int] | None:
+    """The run's tiers-off twin: classic SD with its drafter, greedy, replaying what the run computed (cheap). In
+    exact arithmetic it is the reference itself; in reduced precision it differs from plain greedy by numerics
+    only, so comparing the run with it measures what the tiers changed. None for a run that is not VIA-SD."""
+    config = trace.config
+    if config.mode != "via" or not config.greedy:
+        return None
+    sd = generate(bundle, trace.prompt, config.with_(mode="sd"), replay=True)
+    return None if sd.partial else list(sd.token_ids)
+
+
 def exact_reference(bundle: ModelBundle, trace: Trace, use_memo: bool = True) -> Reference:
     """The full model's plain greedy continuation of `trace`'s prompt up to its length cap, token for token, by the
     cheapest exact method (see the module docstring). `use_memo=False` decodes plainly with the memo bypassed."""

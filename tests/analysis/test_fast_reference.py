@@ -100,3 +100,30 @@ def test_reduced_precision_decodes_plainly(bundle: ModelBundle) -> None:
     plain_run = generate(b, PROMPT, BASE.with_(mode="plain"))
     found = exact_reference(b, plain_run)
     assert found.method == "the run itself" and found.tokens == reference_continuation(b, plain_run, use_memo=False)
+
+
+def test_in_reduced_precision_the_tiers_part_comes_first_then_numerics_split(bundle: ModelBundle) -> None:
+    """bf16: words differing first against the run's classic-SD twin (what the tiers changed), then against plain
+    greedy with classic SD's own distance from it recorded as numerics."""
+    from app.fidelity_cache import FidelityCache
+    from core.analysis.fast_reference import classic_sd_twin
+    from core.analysis.textdiff import word_diff
+
+    v = bundle.verifier
+    half = LoadedModel(v.name, copy.deepcopy(v.model).to(torch.bfloat16), v.tokenizer, v.device, torch.bfloat16)
+    b = ModelBundle(verifier=half)
+    run = generate(b, PROMPT, BASE.with_(tau_accept=0.3, tau_slim=0.2))
+    cache = FidelityCache()
+    twin = classic_sd_twin(b, run)
+    assert twin == generate(b, PROMPT, BASE.with_(mode="sd")).token_ids
+    assert cache.tiers_first(b, run)
+    assert run.fidelity.against == "classic SD" and run.fidelity.identical == (run.token_ids == twin)
+    final = cache.attach(b, run)
+    plain = reference_continuation(b, run, use_memo=False)
+    assert final.against == "plain greedy" and final.identical == (run.token_ids == plain)
+    text = lambda ids: v.tokenizer.decode(ids, skip_special_tokens=True)  # noqa: E731
+    assert final.numerics_words == word_diff(text(twin), text(plain)).words_differing
+    assert not cache.tiers_first(b, run), "measured once per answer"
+    exact = ModelBundle(verifier=bundle.verifier)
+    assert not FidelityCache().tiers_first(exact, generate(exact, PROMPT, BASE.with_(tau_accept=0.3, tau_slim=0.2))), \
+        "in float32 the exact reference is cheap already"
