@@ -5,7 +5,8 @@ the output is the full model's own on every threshold pair. Measuring fidelity a
 reference (one memo lookup and an argmax over the vocabulary per token) and a teacher-forced pass —
 most of the ~560 ms a re-route spent on the server (profiled with cProfile, `python -m app.tools.latency`).
 Both depend only on the verifier, the prompt, the length cap and the output's token ids, so they are
-kept here, keyed by exactly those, least recently used out first.
+kept here, keyed by exactly those, least recently used out first. The reference itself comes by the fastest exact
+method (core.analysis.fast_reference): in float32, classic SD replaying what the run already computed.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import time
 from collections import OrderedDict
 
 from core import attach_fidelity
-from core.analysis.fidelity import reference_continuation
+from core.analysis.fast_reference import classic_sd_twin, exact_arithmetic, exact_reference
+from core.analysis.textdiff import word_diff
 from core.models.loading import ModelBundle
 from core.trace import Fidelity, Trace
 from examples import expectations_for
@@ -34,12 +36,18 @@ class FidelityCache:
         self.max_entries = max_entries
         self.hits = 0
         self._plain: dict[tuple, float] = {}  # (verifier, dtype) -> plain tokens/s, from the last reference decode
+        self._twins: OrderedDict[tuple, list[int]] = OrderedDict()  # answer key -> classic SD's tokens (bf16)
 
     @staticmethod
     def _answer_key(bundle: ModelBundle, trace: Trace) -> tuple:
         verifier = bundle.verifier
         return (verifier.name, str(getattr(verifier, "dtype", "")), trace.prompt,
                 trace.config.chat_template, trace.config.max_new_tokens)
+
+    @staticmethod
+    def _twin_key(answer: tuple, trace: Trace) -> tuple:
+        """Classic SD's twin depends on everything but the thresholds (its drafter, routes and γ among them)."""
+        return (*answer, trace.config.with_(tau_accept=0.0, tau_slim=0.0))
 
     def _remember(self, table: OrderedDict, key: tuple, value: object) -> None:
         with self._lock:
@@ -62,16 +70,42 @@ class FidelityCache:
             trace.fidelity = copy.deepcopy(found)
             return trace.fidelity
         if reference is None:
-            started = time.perf_counter()  # with the memo bypassed, every pass of this plain decode runs here
-            reference = reference_continuation(bundle, trace, use_memo=False)
+            started = time.perf_counter()
+            found = exact_reference(bundle, trace)
             seconds = time.perf_counter() - started
+            reference = found.tokens
             self._remember(self._reference, answer, reference)
-            if reference and seconds > 0:
+            if found.plain and reference and seconds > 0:  # decoded plainly, every pass run: plain's own speed
                 with self._lock:
                     self._plain[answer[:2]] = len(reference) / seconds
         fidelity = attach_fidelity(bundle, trace, reference, expectations=expectations_for(trace.prompt))
+        with self._lock:
+            twin = self._twins.get(self._twin_key(answer, trace))
+        if twin is not None:  # numerics apart from tiers: classic SD's own distance from plain greedy
+            tokenizer = bundle.verifier.tokenizer
+            special = getattr(tokenizer, "all_special_tokens", ())
+            fidelity.numerics_words = word_diff(tokenizer.decode(twin, skip_special_tokens=True),
+                                                tokenizer.decode(reference, skip_special_tokens=True),
+                                                special).words_differing
         self._remember(self._fidelity, key, copy.deepcopy(fidelity))
         return fidelity
+
+    def tiers_first(self, bundle: ModelBundle, trace: Trace) -> bool:
+        """In reduced precision, where the plain reference costs a pass per token: attach first what the tiers
+        changed, against the run's classic-SD twin (cheap: it replays what the run computed; `Fidelity.against`
+        says so), and keep the twin so `attach` splits numerics from tiers. False (nothing attached) in exact
+        arithmetic, for a run that is not VIA-SD, or when this answer's fidelity is known already."""
+        answer = self._answer_key(bundle, trace)
+        with self._lock:
+            known = (*answer, tuple(trace.token_ids)) in self._fidelity or answer in self._reference
+        if known or exact_arithmetic(bundle):
+            return False
+        twin = classic_sd_twin(bundle, trace)
+        if twin is None:
+            return False
+        self._remember(self._twins, self._twin_key(answer, trace), twin)
+        attach_fidelity(bundle, trace, twin, expectations=expectations_for(trace.prompt)).against = "classic SD"
+        return True
 
     def plain_speed(self, trace: Trace) -> float | None:
         """Plain decoding's tokens/s on this machine for the trace's verifier (its last reference decode)."""
@@ -88,6 +122,7 @@ class FidelityCache:
         with self._lock:
             self._fidelity.clear()
             self._reference.clear()
+            self._twins.clear()
 
 
 FIDELITY = FidelityCache()

@@ -3,8 +3,9 @@
 A run here is a prompt, every setting but the three live sliders (τ_accept, τ_slim, γ) and the models that
 ran it. Its `RunGrid` holds one trace per grid point computed so far, in the order they were computed: a
 shipped sweep (app.recorded) arrives complete; a live run's grid fills in as the prefetcher works through
-it, nearest first. A re-route to a computed point needs no model: the trace is there. The page receives
-the same points (app.views.page_grid), so a slider notch inside the grid never waits for the server.
+it, the τ_accept line the visitor looks at first. A re-route to a computed point needs no model: the trace is
+there. The page receives the same points (app.views.page_grid), so a slider notch inside the grid never waits
+for the server.
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ class RunGrid:
     reliability: ReliabilityData | None = None  # teacher-forced signals of the run's own text
     recorded: dict[str, Any] | None = None  # a shipped sweep's meta (models, machine, date, command)
     page: Any = field(default=None, repr=False, compare=False)  # its page encoding (app/views/page_grid.page_of)
+    focus: Point | None = field(default=None, compare=False)  # where the sliders look (None: the run's own point)
+    ahead: int = field(default=0, compare=False)  # newer runs' grids the background computes before this one
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -81,11 +84,34 @@ class RunGrid:
         with self._lock:
             return list(self.traces.items())[start:]
 
+    def look_at(self, point: Point) -> None:
+        """The sliders now show `point` (a re-route): the prefetch computes its τ_accept line next."""
+        self.focus = point
+
     def missing(self) -> list[Point]:
-        """The grid's points not computed yet, nearest the run's own first."""
+        """The grid's points not computed yet in the order they are computed: every notch of the τ_accept line the
+        visitor looks at (the run's own τ_slim and γ, or those of the last re-route), nearest first, then the rest
+        of the grid nearest first (`Grid.line_first`)."""
         with self._lock:
             done = set(self.traces)
-        return [p for p in self.grid.nearest_first(Point.of(self.config)) if p.key not in done]
+        return [p for p in self.grid.line_first(self.focus or Point.of(self.config)) if p.key not in done]
+
+    def pace_s(self) -> float:
+        """Seconds a point not computed yet takes, at this run's measured pace: the median wall time of the
+        points computed after the run's own (their passes the memo did not hold), else the run's own wall time;
+        0 for a recorded grid (its points are all there)."""
+        with self._lock:
+            walls = [t.wall_s for t in self.traces.values()]
+        if self.recorded is not None or not walls:
+            return 0.0
+        later = sorted(walls[1:])
+        return later[len(later) // 2] if later else walls[0]
+
+    def line_ready(self, at: Point | None = None) -> tuple[int, int]:
+        """(notches computed, notches) of the τ_accept line at `at` (default: where the visitor looks)."""
+        line = self.grid.line(at or self.focus or Point.of(self.config))
+        with self._lock:
+            return sum(p.key in self.traces for p in line), len(line)
 
 
 class GridStore:

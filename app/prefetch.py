@@ -2,10 +2,12 @@
 
 A point the memo has not seen needs the model for every prefix it has not visited (seconds on a 2-core CPU);
 one already computed is drawn in the browser in a frame. So after each live run the app works through the
-run's grid (app.grids.RunGrid: τ_accept notches, the τ_slim values that matter, γ at three values), nearest the
-run's own point first, in one background thread; each finished point lands in the grid, and the page picks
-it up (app.views.page_grid). A new run cancels the job; any model event stops it at its next round and waits
-for it to exit, so foreground runs, and "Run it live" in particular, never share the CPU with it.
+run's grid (app.grids.RunGrid: τ_accept notches, the τ_slim values that matter, γ at three values) in one
+background thread: first every notch of the τ_accept line the visitor looks at (the run's τ_slim and γ, or the last
+re-route's), nearest first, then the rest nearest first; each finished point lands in the grid, and the page picks
+it up (app.views.page_grid). Any model event stops the job at its next round and waits for it to exit, so
+foreground runs, and "Run it live" in particular, never share the CPU with it; after a run, its grid goes first
+and the grids of earlier runs (other visitors') left unfinished follow.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import atexit
 import contextlib
 import logging
 import threading
+import weakref
 from collections import Counter
 from collections.abc import Iterator
 
@@ -29,6 +32,9 @@ log = logging.getLogger(__name__)
 
 __all__ = ["PREFETCHER", "STEP", "Prefetcher", "tier_shares"]
 
+MAX_PENDING = 4
+"""Unfinished grids kept queued: a newer run's grid goes first, then the earlier runs' (other visitors') resume."""
+
 
 def tier_shares(trace: Trace) -> dict[int, float]:
     """Share of the output's tokens each tier decided (what the cockpit's prediction line shows)."""
@@ -37,13 +43,16 @@ def tier_shares(trace: Trace) -> dict[int, float]:
 
 
 class Prefetcher:
-    """One background job at a time; foreground model events pre-empt it, a newer run replaces it."""
+    """One background job at a time; foreground model events pre-empt it; a newer run's grid goes first and the
+    unfinished grids of earlier runs follow it."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._cancel = threading.Event()
         self._thread: threading.Thread | None = None
-        self.grid: RunGrid | None = None  # the grid the current (or last) job works on
+        self._pending: list[tuple[weakref.ref, RunGrid]] = []  # grids still to finish, newest first (a bundle
+        # the sessions have unloaded is not kept alive for a background grid: its entry drops out)
+        self.grid: RunGrid | None = None  # the grid of the newest run scheduled
         self.scheduled = 0  # jobs started so far: a benchmark waits for the one a run schedules after its last update
 
     @contextlib.contextmanager
@@ -57,28 +66,51 @@ class Prefetcher:
         yield
 
     def schedule(self, bundle: ModelBundle, grid: RunGrid) -> bool:
-        """Start computing the points `grid` still misses (VIA-SD only: other modes ignore the thresholds);
-        False when there is nothing to compute."""
+        """Start computing the points `grid` still misses (VIA-SD only: other modes ignore the thresholds), then
+        those of the earlier runs' grids still unfinished (`MAX_PENDING`, newest first); False when `grid` has
+        nothing to compute or the job cannot start now (it is queued, and the next run's job goes on to it)."""
         if not thresholds_apply(grid.config.mode) or not grid.missing():  # no threshold acts in other modes
             return False
+        with self._lock:
+            self._pending = [(weakref.ref(bundle), grid),
+                             *[(b, g) for b, g in self._pending if g is not grid]][:MAX_PENDING]
+            self._number()
         if turn_borrowed():  # a re-route between two rounds of another run: that run still needs the CPU
             return False
         with self._lock:
-            self._cancel.set()  # a job still running (another visitor's) gives way to the newer one
+            self._cancel.set()  # a job still running gives way to the newer one, which goes on to it after
             self._cancel = threading.Event()
             cancel = self._cancel
             self.grid = grid
             self.scheduled += 1
-            self._thread = threading.Thread(target=self._run, args=(bundle, grid, cancel), name="viasd-prefetch",
-                                            daemon=True)
+            self._thread = threading.Thread(target=self._run, args=(cancel,), name="viasd-prefetch", daemon=True)
             self._thread.start()
         return True
 
-    def _run(self, bundle: ModelBundle, grid: RunGrid, cancel: threading.Event) -> None:
+    def _next(self) -> tuple[ModelBundle, RunGrid] | None:
+        """The newest queued grid that still misses points (finished ones leave the queue)."""
+        with self._lock:
+            self._pending = [(b, g) for b, g in self._pending if b() is not None and g.missing()]
+            self._number()
+            bundle, grid = self._pending[0] if self._pending else (lambda: None, None)
+        found = bundle()
+        return (found, grid) if found is not None else None
+
+    def _number(self) -> None:
+        """Tell each queued grid how many are ahead of it (its page says so); under `_lock`."""
+        for ahead, (_, grid) in enumerate(self._pending):
+            grid.ahead = ahead
+
+    def pending(self) -> list[RunGrid]:
+        """The grids queued for the background, in the order they will be worked on."""
+        with self._lock:
+            return [g for _, g in self._pending]
+
+    def _run(self, cancel: threading.Event) -> None:
         try:
-            for point in grid.missing():
-                if cancel.is_set():
-                    return
+            while not cancel.is_set() and (job := self._next()) is not None:
+                bundle, grid = job
+                point = grid.missing()[0]  # asked afresh each point: a re-route may have moved the line in view
                 trace = generate(bundle, grid.prompt, point.apply(grid.config), should_stop=cancel.is_set)
                 if trace.stop_reason == "cancelled" or cancel.is_set():
                     return

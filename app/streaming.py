@@ -94,6 +94,7 @@ def grid_point(settings: Settings, previous: Trace | None, session: str, phase: 
         return settings, None
     point = grid.grid.snap(config.tau_accept, config.tau_slim, config.gamma)
     if point is not None:
+        grid.look_at(point)  # the prefetch computes this τ_accept line next
         settings = settings.with_(tau_accept=point.tau_accept, tau_slim=point.tau_slim, gamma=point.gamma)
         found = grid.trace(point)
         if found is not None:
@@ -111,6 +112,13 @@ def grid_point(settings: Settings, previous: Trace | None, session: str, phase: 
             f"{', '.join(f'{v:g}' for v in axes.tau_slim)}, γ {', '.join(map(str, axes.gamma))}): press **Run it "
             "live** to load the models; after that any value re-routes.<span data-stale=\"1\"></span>")}
     return settings, None
+
+
+def _eta(settings: Settings, previous: Trace) -> str:
+    """' (about 12 s at this run's pace)' for a point of the run's grid not computed yet ('' when unknown)."""
+    grid = GRIDS.find(settings.prompt, settings.config(), models_of(previous))
+    pace = grid.pace_s() if grid is not None else 0.0
+    return f" (about {pace:.0f} s at this run's pace)" if pace >= 1 else ""
 
 
 def run(settings: Settings, session: str, *, replay: bool, phase: str = "", previous: Trace | None = None,
@@ -141,7 +149,8 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "", prev
     bundle = SESSIONS.bundle(session)
     if previous is not None:  # a far move: its passes are not in the memo yet, so say so beside the sliders at once
         yield {"headline": cards.headline_html(summarize(previous), previous, progress="Re-routing: the model runs "
-                                               "the passes these thresholds need for the first time…")}
+                                               "the passes these thresholds need for the first time" +
+                                               _eta(settings, previous) + "…")}
     label = "Running" if replay else "Running every pass for real (honest timing)"
     # a re-route replays in tens of ms: stream its progress only when it takes longer than one repaint interval
     trace, last = None, (time.perf_counter() if previous is not None else 0.0)
@@ -168,8 +177,12 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "", prev
         phase = phase.format(seconds=seconds())
         if not stopped:  # the text is final: say so now, then measure how far it is from the full model's
             yield {**text_update(trace, phase), "status": status_line(trace, phase) + " · measuring fidelity…"}
+            if previous is None and FIDELITY.tiers_first(bundle, trace):  # reduced precision: the tiers' part first
+                yield {**text_update(trace, phase), "status": status_line(trace, phase) + " · decoding the full "
+                       "model's plain answer (to split numerics from tiers)…"}
             FIDELITY.attach(bundle, trace)
-            if previous is None:
+            if previous is None:  # words differing on screen as soon as it exists, before reliability's pass
+                yield {**text_update(trace, phase), "status": status_line(trace, phase) + " · measuring reliability…"}
                 reliability = measure_reliability(bundle, trace, config)
     text = text_update(trace, phase)
     yield text

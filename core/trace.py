@@ -135,6 +135,8 @@ class Fidelity:
     differing_spans: list[WordSpan] = field(default_factory=list)
     expectations: list[ExpectationCheck] = field(default_factory=list)
     numerics_words: float | None = None  # classic SD's own words_differing, same drafter and dtype (fidelity.py)
+    against: str = "plain greedy"  # the reference: the full model's plain greedy answer, or first (reduced
+    # precision, core.analysis.fast_reference) "classic SD": the run's tiers-off twin, while plain greedy decodes
 
     @property
     def tiers_words(self) -> float | None:

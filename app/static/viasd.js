@@ -49,7 +49,7 @@
     }
     else if (g && g.id === d.id && d.texts_from === g.texts.length && d.kinds_from === g.kinds.length) {
       g.texts.push(...d.texts); g.kinds.push(...d.kinds); Object.assign(g.points, d.points);
-      g.order.push(...d.order); g.ready = d.ready;
+      g.order.push(...d.order); g.ready = d.ready; g.pace = d.pace; g.ahead = d.ahead;
     } else return;
     V.draw(V.shown, true);
   };
@@ -129,7 +129,8 @@
     } else {
       const near = at ? V.nearestComputed(at) : null;
       const row = !at ? `outside the ${g.recorded ? "recorded" : "computed"} grid: release to run the engine` :
-        near ? `≈ nearest computed: ${pointName(near.q)}; release to compute this point` : "release to compute";
+        (near ? `≈ nearest computed: ${pointName(near.q)}; release to compute this point` : "release to compute") +
+        V.eta();
       const ghost = near ? near.p : {v: ["—", "—", "—"]};
       put("headline", V.headlineHtml(ghost, row, "ghost"));
       line = `${pointName(want)} is not ${at ? "computed yet" : "in the grid"}: the numbers above are ghosts`;
@@ -151,10 +152,24 @@
     return best;
   };
 
+  V.eta = () => {  // how long a release on a point not computed yet takes, at this run's measured pace
+    const pace = V.grid.pace;
+    return pace > 0 ? ` (about ${pace < 10 ? pace.toFixed(1) : Math.round(pace)} s at this run's pace)` : "";
+  };
+  V.lineReady = () => {  // [notches computed, notches] of the tau_accept line at the tau_slim and gamma shown
+    const g = V.grid, at = V.shown && V.snap(V.shown.a, V.shown.s, V.shown.g);
+    if (!at) return null;
+    const keys = new Set(g.axes.a.map((a) => V.snap(a, at.s, at.g)).filter(Boolean).map((q) => key(q.a, q.s, q.g)));
+    return [[...keys].filter((k) => k in g.points).length, keys.size, at];
+  };
   V.readyLine = () => {
-    const g = V.grid;
-    const ready = g.ready >= g.total ? `all ${g.total} points` : `${g.ready} of ${g.total} points (computing, nearest first)`;
-    return `<div class="viasd-grid-line">Grid: ${ready} · ${esc(g.source)}</div>`;
+    const g = V.grid, line = g.recorded ? null : V.lineReady();
+    const ready = g.ready >= g.total ? `all ${g.total} points` :
+      `${g.ready} of ${g.total} points (` + (g.ahead > 0 ? `queued behind ${g.ahead} newer run${g.ahead > 1 ? "s'" : "'s"}`
+      + " grid" + (g.ahead > 1 ? "s" : "") : "computing: the τ_accept line in view first, nearest first") + ")";
+    const onLine = !line ? "" : `τ_accept line at τ_slim ${label(line[2].s)}, γ ${line[2].g}: ` +
+      (line[0] >= line[1] ? `all ${line[1]} notches ready · ` : `${line[0]} of ${line[1]} notches ready · `);
+    return `<div class="viasd-grid-line">${onLine}Grid: ${ready} · ${esc(g.source)}</div>`;
   };
 
   V.stale = (on, text) => {  // grey what this point has not drawn yet (text: the legend and why too)

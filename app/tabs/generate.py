@@ -4,29 +4,26 @@ It opens on a recorded sweep of the Qwen2.5-Coder pair (app.recorded) with no mo
 threshold grid was computed ahead of time, so a slider notch is drawn in the browser (app.notch) and the
 trade-off chart's marker moves with it. "Run it live" loads the models the screen names (or, where this
 machine cannot hold them, runs SmolLM2 instead and says so). Handlers turn the widget values into one
-`Settings`, run `app.streaming`, and map its name-keyed updates onto this tab's components; threshold and γ
-sliders re-route on release (no button).
+`Settings`, run `app.streaming` (through app.tabs.generate_streams), and map its name-keyed updates onto this tab's
+components; threshold and γ sliders re-route on release (no button).
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
 from dataclasses import asdict
 from typing import Any
 
 import gradio as gr
 
 from app import live_load, recorded, streaming
-from app.gpu import on_gpu, settings_seconds
-from app.guard import reports_errors
-from app.model_thread import MODEL, REROUTE, WAIT_POLL_S, model_event, model_steps
+from app.model_thread import MODEL, REROUTE, model_event, model_steps
 from app.notch import NotchPanel, drawn_html
 from app.prefetch import STEP
 from app.run_views import computed_update, status_line
 from app.session import SESSIONS, session_id
 from app.settings import DEFAULT, THREE_TIER, Settings
 from app.tabs.generate_layout import decoding_settings, lower_half
+from app.tabs.generate_streams import WAITING_FOR_MODEL, _after_own_run, _reroute, _reroute_at_once, _run
 from app.views import cards, charts, render
 from app.views.page_grid import FEED, page_json
 from app.widgets import lenient, stop_requested_js
@@ -59,65 +56,6 @@ def _models(values: dict[str, Any]) -> live_load.Models | None:
     session's own choice, the embedded model unless it loaded others)."""
     wanted = values.pop("models_wanted", None)
     return tuple(wanted) if wanted else None
-
-
-def _noted(updates, notes: list[str]):
-    """The stream with the clamping notes (Settings.clamped) leading every status line."""
-    lead = " · ".join(f"⚠ {note}" for note in notes)
-    for update in updates:
-        if lead and "status" in update:
-            update = {**update, "status": f"{lead} · {update['status']}"}
-        yield update
-
-
-@reports_errors("status")
-@on_gpu(settings_seconds)
-def _run(settings: Settings, session: str, replay: bool, models: tuple[str, str] | None = None):
-    settings, notes = settings.clamped()
-    yield from _noted(streaming.run(settings, session, replay=replay, models=models), notes)
-
-
-def _after_own_run(session: str) -> Iterator[dict]:
-    """Wait while this session's own run is still going (its text says Done while its fidelity is measured): the
-    re-route starts from that run, as it did behind it in the model queue, never between its rounds. Yields a
-    no-change update every `WAIT_POLL_S` (a cancelled re-route stops waiting at a yield); the run's own status
-    line stays."""
-    next_yield = time.monotonic()
-    while SESSIONS.running(session):
-        if time.monotonic() >= next_yield:
-            yield {"status": gr.skip()}
-            next_yield = time.monotonic() + WAIT_POLL_S
-        time.sleep(0.05)
-
-
-WAITING_FOR_MODEL = {"status": "… Waiting for the model: another run is using it; this re-route goes next."}
-
-
-def _reroute_phase(settings: Settings) -> str:
-    return f"Re-routed in {{seconds:.2f}} s to τ {settings.tau_accept:g} / {settings.tau_slim:g}"
-
-
-@reports_errors("status", suffix=" — still showing the last good result")
-def _reroute_at_once(settings: Settings, session: str, previous: Any, reliability: Any) -> dict | None:
-    """The re-route's answer when no model must run: a bad value, a refusal, a computed point of the run's grid
-    (or why a recorded grid's point outside it needs the models); None when the model must run. Served outside the
-    model queue, so a notch already computed answers at once even while other visitors' runs queue."""
-    settings, notes = settings.clamped()
-    settings.config()  # a bad value stops here, before anything on screen changes
-    refusal = streaming.reroute_refusal(settings, previous)
-    if refusal is not None:
-        return {"status": refusal}
-    _, done = streaming.grid_point(settings, previous, session, _reroute_phase(settings), time.perf_counter(),
-                                   reliability)
-    return None if done is None else next(_noted([done], notes))
-
-
-@reports_errors("status", suffix=" — still showing the last good result")
-@on_gpu(settings_seconds)
-def _reroute(settings: Settings, session: str, previous: Any, reliability: Any):
-    settings, notes = settings.clamped()
-    yield from _noted(streaming.run(settings, session, replay=True, phase=_reroute_phase(settings),
-                                    previous=previous, reliability=reliability), notes)
 
 
 def recorded_screen(name: str, session: str = "") -> dict[str, Any] | None:

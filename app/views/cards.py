@@ -110,6 +110,11 @@ def _fidelity_card(m: dict, trace: Trace | None) -> str:
                 f'<div class="note">{pending}</div></div>')
     lead = (f'<div class="big" data-metric="words_differing">{m["words_differing"]:.0%} of words differ</div>'
             if "words_differing" in m else f'<div class="big">{m["full_agreement"]:.0%} token agreement</div>')
+    if getattr(trace.fidelity if trace else None, "against", "") == "classic SD":
+        return ('<div class="viasd-card fidelity"><h4>Fidelity to the full model</h4>' + lead +
+                '<div class="note" data-reference="classic-sd">So far against classic SD with the same drafter and '
+                'precision: what the tiers changed. The full model\'s plain greedy answer (one token per pass) is '
+                'being decoded now, to add what numerics change.</div></div>')
     nll = words.name("unit", "nats/token")
     return ('<div class="viasd-card fidelity"><h4>Fidelity to the full model</h4>' + lead + '<table>'
             + (_row("full_agreement", f'{m["full_agreement"]:.0%}', label="token agreement (second measure)")

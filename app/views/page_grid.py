@@ -154,7 +154,8 @@ class PageGrid:
                     "texts_from": start.texts, "texts": self.texts[start.texts:],
                     "kinds_from": start.kinds, "kinds": self.kinds[start.kinds:],
                     "points": {k: self.points[k] for k in keys}, "order": keys,
-                    "ready": len(self.order), "total": self.grid.total}
+                    "ready": len(self.order), "total": self.grid.total, "pace": round(self.grid.pace_s(), 2),
+                    "ahead": self.grid.ahead}
             if not start.points:
                 g = self.grid.grid
                 data.update(axes={"a": list(g.tau_accept), "s": list(g.tau_slim), "g": list(g.gamma)},

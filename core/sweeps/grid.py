@@ -85,6 +85,20 @@ class Grid:
             return da + dg + ds, ds, dg, p
         return sorted(self.points(), key=distance)
 
+    def line(self, at: Point) -> list[Point]:
+        """The τ_accept slider's line at `at`'s τ_slim and γ (each notch's point, as the sliders would snap it),
+        nearest `at`'s τ_accept first (ties: the higher notch); empty when τ_slim or γ lies outside its axis."""
+        found = {self.snap(a, at.tau_slim, at.gamma) for a in self.tau_accept}
+        found.discard(None)
+        return sorted(found, key=lambda p: (round(abs(p.tau_accept - at.tau_accept), 6), -p.tau_accept))
+
+    def line_first(self, at: Point) -> list[Point]:
+        """Every point: the τ_accept line at `at` first (`line`), then the rest nearest `at` first: what a
+        visitor looking at the τ_accept slider reaches first is computed first."""
+        line = self.line(at)
+        taken = set(line)
+        return line + [p for p in self.nearest_first(at) if p not in taken]
+
     def snap(self, tau_accept: float, tau_slim: float, gamma: float) -> Point | None:
         """The grid point a slider setting shows: each value snapped to its axis, then put in order; None when a
         value lies outside its axis (nothing recorded or computed there)."""
