@@ -49,8 +49,8 @@ def auto_dtype(device: torch.device, bf16_native: bool | None = None) -> torch.d
     """bf16 on CUDA (fp16 where bf16 is missing) and on a CPU with native bf16; fp32 elsewhere."""
     if device.type == "cuda":
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    if device.type == "cpu":
-        native = cpu_bf16_native() if bf16_native is None else bf16_native
+    if device.type == "cpu":  # torch's dispatch counts too: ATEN_CPU_CAPABILITY=avx2 emulates a CPU without bf16
+        native = (cpu_class(device) in ("amx", "avx512-bf16")) if bf16_native is None else bf16_native
         return torch.bfloat16 if native else torch.float32
     return torch.float32
 

@@ -13,11 +13,13 @@ a loaded model in place, model-load level only: the decoding loop never knows.
 
 from __future__ import annotations
 
+import torch
 from torch import nn
 
 from core.errors import ModelLoadError, shown
 from core.models.drafter_quant import decoder_linears
 from core.models.int8_linear import PerTokenInt8Linear
+from core.models.precision import recommend
 from core.models.row_attention import use_row_attention
 
 VERIFIER_QUANTS = {
@@ -63,3 +65,12 @@ def quantise_verifier(model: nn.Module, setting: str) -> nn.Module:
     model.viasd_quant = (SIGNATURE[setting], params)  # cost_profiles.model_signature: same shape, other costs
     return model
 
+
+
+def resolve(spec: str | None, device: torch.device, dtype_asked: str | None, default_dtype: str) -> str:
+    """The setting a load means: the one asked for ("auto": this machine's recommendation), else, when neither
+    a dtype nor a setting was asked and the model's own default precision is "auto" (the pair presets), the
+    recommendation too; else "none" (SmolLM2 and Hub ids keep their float32 reference)."""
+    setting = parse(spec) if spec is not None else ("auto" if dtype_asked is None and default_dtype == "auto"
+                                                     else "none")
+    return recommend(device).verifier_quant if setting == "auto" else setting
