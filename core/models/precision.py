@@ -128,7 +128,9 @@ RECOMMENDED = {
     "avx2": Recommendation("avx2", "float32", "int8", "no native bf16: int8 products, float32 elsewhere"),
     "other": Recommendation("other", "float32", "none", "no int8 kernel known here: the reference"),
 }
-"""Per class, the format measured fastest there (docs/benchmarks.md, "Precision per machine")."""
+"""Per class, the verifier's format. Native bf16 stays bf16 (int8 was not measured faster there); without it, int8,
+from a probe on AVX2 (torch's dynamic int8 passes 4.6x faster than float32) that docs/benchmarks.md ("Precision
+per machine") lists with what is measured and what is not yet."""
 
 
 def recommend(device: torch.device, flags: frozenset[str] | None = None, capability: str | None = None
