@@ -251,8 +251,7 @@ def models_info(decoder: _Decoder, bundle: ModelBundle) -> dict:
         "num_layers": decoder.full.route.num_layers,
         "device": str(bundle.verifier.device),
         "dtype": str(bundle.verifier.dtype).replace("torch.", ""),
-        "verifier_quant": bundle.verifier.verifier_quant,
-        "cpu_class": cpu_class(bundle.verifier.device),
+        "verifier_quant": bundle.verifier.verifier_quant, "cpu_class": cpu_class(bundle.verifier.device),
     }
 
 
