@@ -218,7 +218,8 @@ class Sessions:
         except ModelsEvictedError as exc:
             return str(exc)
         drafter = f" · drafter model {drafter_model.label}" if drafter_model else ""
-        return (f"{v.name} · {v.num_layers} layers · {str(v.dtype).replace('torch.', '')} on {v.device} · "
+        quant = "" if v.verifier_quant == "none" else f", {v.verifier_quant} weights and activations per token"
+        return (f"{v.name} · {v.num_layers} layers · {str(v.dtype).replace('torch.', '')}{quant} on {v.device} · "
                 f"loaded in {v.load_seconds:.1f} s{drafter}")
 
     def choice(self, session: str) -> tuple[str, str] | None:

@@ -55,6 +55,7 @@ from core.decoding.tiers import TierFacts, decide_tier, outcome_of
 from core.decoding.timing import Stopwatch
 from core.models.layer_routes import resolve_route
 from core.models.loading import ModelBundle
+from core.models.precision import cpu_class
 from core.models.prompting import encode_prompt, stop_token_ids, template_positions
 from core.round_policy import RoundPolicy
 from core.trace import CallRecord, RoundRecord, TierInputs, TokenRecord, Trace, UnwrittenDecision
@@ -236,6 +237,7 @@ def models_info(decoder: _Decoder, bundle: ModelBundle) -> dict:
         "num_layers": decoder.full.route.num_layers,
         "device": str(bundle.verifier.device),
         "dtype": str(bundle.verifier.dtype).replace("torch.", ""),
+        "verifier_quant": bundle.verifier.verifier_quant, "cpu_class": cpu_class(bundle.verifier.device),
     }
 
 

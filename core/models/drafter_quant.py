@@ -99,7 +99,7 @@ def check(spec: str | None, device: torch.device, dtype: torch.dtype) -> Drafter
     return quant
 
 
-def _linears(model: nn.Module) -> list[tuple[nn.Module, str, nn.Linear]]:
+def decoder_linears(model: nn.Module) -> list[tuple[nn.Module, str, nn.Linear]]:
     """Every nn.Linear inside the decoder layers, as (parent, attribute, layer)."""
     found = []
     for layer in decoder_layers(model):
@@ -139,7 +139,7 @@ def quantise(model: nn.Module, quant: DrafterQuant, special: set[int]) -> nn.Mod
     if not isinstance(head, nn.Linear):
         raise ModelLoadError(f"cannot quantise a drafter whose output head is a {type(head).__name__}")
     params = sum(p.numel() for p in model.parameters())
-    swaps = [(parent, name, _quantised(linear, quant.bits)) for parent, name, linear in _linears(model)]
+    swaps = [(parent, name, _quantised(linear, quant.bits)) for parent, name, linear in decoder_linears(model)]
     new_head = (_restricted(model, head, quant, special) if quant.vocab_top is not None
                 else _quantised(head, quant.bits))
     for parent, name, module in swaps:

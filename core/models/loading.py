@@ -35,6 +35,8 @@ from core.models.prompting import stop_token_ids
 from core.models.resident import make_resident, release_file
 from core.models.resources import cache_dir, require_memory
 from core.models.routed_layers import make_routable
+from core.models.verifier_quant import quantise_verifier
+from core.models.verifier_quant import resolve as resolve_verifier_quant
 from core.models.wheels import Progress, no_progress
 
 __all__ = [
@@ -80,6 +82,8 @@ class LoadedModel:
     load_seconds: float = 0.0
     quant: str = "none"
     """A drafter's quantisation (core.models.drafter_quant); "none" for its own weights and every verifier."""
+    verifier_quant: str = "none"
+    """A verifier's (core.models.verifier_quant): "int8" for int8 weights and per-token activations."""
 
     @property
     def num_layers(self) -> int:
@@ -88,7 +92,8 @@ class LoadedModel:
     @property
     def identity(self) -> str:
         """The name and quantisation: what the prediction memo keys on (an int4 drafter predicts otherwise)."""
-        return self.name if self.quant == "none" else f"{self.name}+{self.quant}"
+        extra = [q for q in (self.quant, self.verifier_quant) if q != "none"]
+        return "+".join([self.name, *extra])
 
     @property
     def label(self) -> str:
@@ -211,7 +216,7 @@ def quantise_drafter(loaded: LoadedModel, spec: str | None) -> LoadedModel:
 def load_bundle(verifier: str = EMBEDDED_ID, drafter: str | None = None, device: str | None = None,
                 dtype: str | None = None, policy: ModelPolicy | None = None,
                 progress: Progress | None = None, drafter_quant: str | None = None,
-                loaded_verifier: LoadedModel | None = None) -> ModelBundle:
+                loaded_verifier: LoadedModel | None = None, verifier_quant: str | None = None) -> ModelBundle:
     """Load the verifier (and an optional separate drafter) once; every run reuses the bundle.
 
     The drafter loads in the verifier's precision (dtype=None resolves once, by the verifier's name), then takes
@@ -220,8 +225,11 @@ def load_bundle(verifier: str = EMBEDDED_ID, drafter: str | None = None, device:
     is refused before it is quantised. `progress(stage, done, total)` hears every install and load step.
     `loaded_verifier`, the same verifier already in memory (another drafter setting of the pair), is shared
     instead of loaded again where its name, device and dtype match: the verifier defines the output and is
-    never quantised, and a second 1.5B copy is 3.6 GB."""
-    dev, torch_dtype = pick_device(device, dtype, verifier.strip() if isinstance(verifier, str) else EMBEDDED_ID)
+    never quantised by it, and a second 1.5B copy is 3.6 GB. `verifier_quant` ("none", "int8", "auto"; None: this
+    machine's recommendation for the pair presets, "none" otherwise: core.models.verifier_quant.resolve)."""
+    name = verifier.strip() if isinstance(verifier, str) else EMBEDDED_ID
+    dev, torch_dtype = pick_device(device, dtype, name)
+    vquant = resolve_verifier_quant(verifier_quant, dev, dtype, default_dtype(name, dev))
     chosen = str(torch_dtype).replace("torch.", "")
     if drafter_quant is not None and not drafter and DrafterQuant.parse(drafter_quant).name != "none":
         raise ModelLoadError(f"drafter_quant '{drafter_quant}' needs a separate drafter model")
@@ -229,8 +237,13 @@ def load_bundle(verifier: str = EMBEDDED_ID, drafter: str | None = None, device:
     if drafter:
         check(spec, dev, torch_dtype)  # one line now, before minutes of loading
     same = (loaded_verifier is not None and loaded_verifier.name == verifier
-            and loaded_verifier.device.type == dev.type and loaded_verifier.dtype == torch_dtype)
+            and loaded_verifier.device.type == dev.type and loaded_verifier.dtype == torch_dtype
+            and loaded_verifier.verifier_quant == vquant)
     main = loaded_verifier if same else load_model(verifier, str(dev), chosen, policy, progress)
+    if main.verifier_quant != vquant:
+        quantise_verifier(main.model, vquant)
+        release_file(main.model)  # its replaced float layers stay resident while the file is mapped
+        main.verifier_quant = vquant
     extra = load_model(drafter, str(dev), chosen, policy, progress) if drafter else None
     if extra is not None:
         check_same_tokenizer(main.tokenizer, extra.tokenizer)

@@ -10,6 +10,7 @@ is no longer bit-exact against plain greedy (core.analysis.fidelity separates th
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -48,8 +49,8 @@ def auto_dtype(device: torch.device, bf16_native: bool | None = None) -> torch.d
     """bf16 on CUDA (fp16 where bf16 is missing) and on a CPU with native bf16; fp32 elsewhere."""
     if device.type == "cuda":
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    if device.type == "cpu":
-        native = cpu_bf16_native() if bf16_native is None else bf16_native
+    if device.type == "cpu":  # torch's dispatch counts too: ATEN_CPU_CAPABILITY=avx2 emulates a CPU without bf16
+        native = (cpu_class(device) in ("amx", "avx512-bf16")) if bf16_native is None else bf16_native
         return torch.bfloat16 if native else torch.float32
     return torch.float32
 
@@ -86,3 +87,53 @@ def describe_precision(device: torch.device, dtype: torch.dtype) -> str:
     capability = torch.backends.cpu.get_cpu_capability()
     return (f"{dtype_name(dtype)} on cpu (torch capability {capability}; native bf16 "
             f"{'yes' if native else 'no'})")
+
+
+CPU_CLASSES = ("cuda", "amx", "avx512-bf16", "avx512", "avx2", "other")
+"""What decides a model's fastest format here: a GPU, or a CPU's widest native instructions."""
+
+
+def cpu_class(device: torch.device, flags: frozenset[str] | None = None, capability: str | None = None) -> str:
+    """The class of `device`: "cuda", or a CPU's from /proc/cpuinfo flags (AMX tiles, AVX-512 with bf16 dot
+    products) and torch's own dispatch (`get_cpu_capability`: "AVX2" when ATEN_CPU_CAPABILITY=avx2 emulates
+    an older CPU, so emulation counts as that CPU)."""
+    if device.type == "cuda":
+        return "cuda"
+    flags = cpu_flags() if flags is None else flags
+    capability = (capability or torch.backends.cpu.get_cpu_capability()).upper()
+    if "AVX512" not in capability:
+        return "avx2" if "AVX2" in capability else "other"
+    if flags and "amx_bf16" in flags:
+        return "amx"
+    if cpu_bf16_native(flags):
+        return "avx512-bf16"
+    return "avx512"
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """A machine's formats: the verifier's dtype and quantisation (core.models.verifier_quant), and why."""
+
+    cpu_class: str
+    dtype: str
+    verifier_quant: str
+    why: str
+
+
+RECOMMENDED = {
+    "cuda": Recommendation("cuda", "auto", "none", "a GPU computes bf16 natively"),
+    "amx": Recommendation("amx", "bfloat16", "none", "AMX computes bf16 natively"),
+    "avx512-bf16": Recommendation("avx512-bf16", "bfloat16", "none", "AVX-512-BF16 computes bf16 natively"),
+    "avx512": Recommendation("avx512", "float32", "int8", "no native bf16: int8 products, float32 elsewhere"),
+    "avx2": Recommendation("avx2", "float32", "int8", "no native bf16: int8 products, float32 elsewhere"),
+    "other": Recommendation("other", "float32", "none", "no int8 kernel known here: the reference"),
+}
+"""Per class, the verifier's format. Native bf16 stays bf16 (int8 was not measured faster there); without it, int8,
+from a probe on AVX2 (torch's dynamic int8 passes 4.6x faster than float32) that docs/benchmarks.md ("Precision
+per machine") lists with what is measured and what is not yet."""
+
+
+def recommend(device: torch.device, flags: frozenset[str] | None = None, capability: str | None = None
+              ) -> Recommendation:
+    """This machine's recommended verifier format (see RECOMMENDED)."""
+    return RECOMMENDED[cpu_class(device, flags, capability)]

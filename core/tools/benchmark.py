@@ -28,7 +28,7 @@ from core.decoding.cost import CostModel
 from core.decoding.cost_profiles import device_profile
 from core.decoding.engine import generate
 from core.models.loading import EMBEDDED_ID, ModelBundle, load_bundle, load_model, quantise_drafter
-from core.models.precision import dtype_name
+from core.models.precision import cpu_class, dtype_name
 from core.models.prompting import encode_prompt
 from core.tools.bench_report import HEADER, call_shape, explanations, format_row, summary
 from core.tools.bench_rows import SAME_DRAFTS, Row, lookup_config, run_prompt
@@ -53,6 +53,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                    "int4+vocab, ...; default: the pair preset's recommended one, else none)")
     p.add_argument("--pair", choices=sorted(PAIRS), help="the paper's table on a real pair (core/tools/pair_bench.py): "
                    "code and math prompts, bf16, HF greedy / assisted / lookup, plain, SD, VIA-SD, BiLD, cascade")
+    p.add_argument("--verifier-quant", help="the verifier's precision (core.models.verifier_quant: none, int8, auto; "
+                   "default: this CPU's recommendation for the pair, else none)")
     p.add_argument("--device")
     p.add_argument("--dtype", choices=["float32", "bfloat16", "float16"])
     p.add_argument("--families", help="example families (default: grounded)")
@@ -145,7 +147,8 @@ def main_pair(args: argparse.Namespace, bundle: ModelBundle, costs: CostModel) -
     start = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     print(f"{start}; {args.model} verified, {bundle.drafter.label} drafting (other drafters: "
           f"{', '.join(v.drafter.label for v in variants.values()) or 'none'}), on {machine_description(device)}; "
-          f"{str(bundle.verifier.dtype).replace('torch.', '')}; CPU bf16 instructions: {cpu_bf16()}; "
+          f"{dtype_name(bundle.verifier.dtype)}, verifier {bundle.verifier.verifier_quant}; CPU class "
+          f"{cpu_class(device)}; CPU bf16 instructions: {cpu_bf16()}; "
           f"{', '.join(f'{k} {v}' for k, v in versions().items())}; load average {load_average()}")
     print(f"{len(prompts)} prompts ({', '.join(dict.fromkeys(p.family for p in prompts))}), {args.max_new_tokens} new "
           f"tokens, greedy, {args.repeats} interleaved run(s) per method (order flipped every other prompt)")
@@ -226,7 +229,8 @@ def main(argv: list[str] | None = None) -> None:
     hf_logging.set_verbosity_error()
     if args.threads:
         torch.set_num_threads(args.threads)
-    bundle = load_bundle(args.model, args.drafter_model, args.device, args.dtype, drafter_quant=args.drafter_quant)
+    bundle = load_bundle(args.model, args.drafter_model, args.device, args.dtype, drafter_quant=args.drafter_quant,
+                         verifier_quant=args.verifier_quant)
     if "model" in args.drafters and bundle.drafter is None:
         args.drafters.remove("model")
     device = bundle.verifier.device
@@ -241,7 +245,8 @@ def main(argv: list[str] | None = None) -> None:
     families = (args.families or default_families()).split(",")
     prompts = [p for f in families for p in load_prompts(f)[: args.per_family]]
     load = f"; load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
-    print(f"{args.model} on {machine_description(device)} ({str(bundle.verifier.dtype).replace('torch.', '')}); "
+    print(f"{args.model} on {machine_description(device)}, {cpu_class(device)} ({dtype_name(bundle.verifier.dtype)}, "
+          f"verifier {bundle.verifier.verifier_quant}); {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}; "
           f"{', '.join(f'{k} {v}' for k, v in versions().items())}{load}")
     print(f"{len(prompts)} prompts ({', '.join(families)}), {args.max_new_tokens} new tokens, greedy, "
           f"median of {args.repeats} interleaved run(s) per method; "

@@ -20,7 +20,8 @@ from core.models.catalog import WHEEL_MODELS
 from core.models.drafter_quant import DRAFTER_QUANTS
 from core.models.loading import EMBEDDED_ID, load_bundle
 from core.models.pairs import pair_preset_for
-from core.models.precision import DTYPE_CHOICES, describe_precision
+from core.models.precision import DTYPE_CHOICES, cpu_class, describe_precision
+from core.models.verifier_quant import VERIFIER_QUANTS
 from core.trace import Trace
 from core.vocabulary import SIGNALS
 from examples import expectations_for, load_prompts
@@ -91,6 +92,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--drafter-quant", help="a cheaper drafter model: " + ", ".join(DRAFTER_QUANTS) + " (or "
                    "WEIGHTS+vocabN; core/models/drafter_quant.py). Default: the pair preset's recommended setting "
                    "for a known pair, else none")
+    p.add_argument("--verifier-quant", choices=list(VERIFIER_QUANTS), help="the verifier's precision: none (its "
+                   "own weights, the reference), int8 (int8 weights and per-token activations, batch-invariant) or "
+                   "auto (this CPU's recommendation). Default: auto for the Qwen2.5-Coder pair, else none")
     p.add_argument("--device", help="cpu or cuda (default: cuda when present)")
     p.add_argument("--dtype", choices=list(DTYPE_CHOICES),
                    help="auto = bf16 where the device computes it natively (CUDA, a CPU with AVX512-BF16 or AMX), "
@@ -120,6 +124,12 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _quant_label(models: dict) -> str:
+    """', verifier int8 (avx2)': the verifier's precision and the CPU class it was chosen for, where quantised."""
+    quant = models.get("verifier_quant", "none")
+    return "" if quant == "none" else f", verifier {quant} ({models.get('cpu_class', '?')})"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
@@ -128,10 +138,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"loading {args.model}" + (f" with drafter {args.drafter_model}" if args.drafter_model else "") + " ...",
               file=sys.stderr)
         bundle = load_bundle(args.model, args.drafter_model, args.device, args.dtype, progress=ProgressLine(),
-                             drafter_quant=args.drafter_quant)
+                             drafter_quant=args.drafter_quant, verifier_quant=args.verifier_quant)
         if bundle.drafter is not None:
             print(f"drafter: {bundle.drafter.label}", file=sys.stderr)
-        print(f"precision: {describe_precision(bundle.verifier.device, bundle.verifier.dtype)}; settings: "
+        print(f"precision: {describe_precision(bundle.verifier.device, bundle.verifier.dtype)}; verifier "
+              f"{bundle.verifier.verifier_quant} ({cpu_class(bundle.verifier.device)}); settings: "
               f"{config_origin(args)}", file=sys.stderr)
         # every call of the runs is priced once, by the profile of the verifier's own device, dtype and threads
         profile = device_profile(bundle.verifier.device, args.profile, bundle.verifier.dtype)
@@ -149,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"prompt: {prompt}\n")
     for name, trace in traces.items():
         print(f"--- {name} ({trace.models['drafter']}; slim {trace.models['slim_route']}; "
-              f"{trace.models.get('dtype', '?')})")
+              f"{trace.models.get('dtype', '?')}{_quant_label(trace.models)})")
         print(render(trace, color) + "\n")
     print(legend(color) + "\n")
     print(metrics_table(traces))

@@ -30,6 +30,7 @@ from core.limits import MAX_PROMPT_CHARS
 from core.models.layer_routes import resolve_route
 from core.models.loading import LoadedModel, ModelBundle
 from core.models.routed_layers import routed
+from core.models.verifier_quant import quantise_verifier
 from core.vocabulary import OUTCOME_TIER, REASON_TIER, Outcome, Reason
 
 PROMPT = "the cat sat on the mat. the cat sat on the"
@@ -43,6 +44,15 @@ KEPT = {Outcome.DIRECT_ACCEPT.value, Outcome.SLIM_ACCEPT.value, Outcome.FULL_ACC
 def bundle():
     """Middle layers quieted so routed models agree with the full one often but not always."""
     return tiny_bundle("llama", layers=6, middle_scale=0.1, avoid_eos=True)
+
+
+@pytest.fixture(scope="module", params=["none", "int8"])
+def each(request):
+    """The bundle with its verifier in each precision (core/models/verifier_quant.py): the greedy invariants must
+    hold within every one, int8's included (its layers and attention are batch-invariant)."""
+    made = tiny_bundle("llama", layers=6, middle_scale=0.1, avoid_eos=True)
+    quantise_verifier(made.verifier.model, request.param)
+    return made
 
 
 def fresh(bundle: ModelBundle) -> ModelBundle:
@@ -86,21 +96,21 @@ def assert_paths_taken(trace, *, accepted=True, bonus=True, rejected=True) -> No
         assert m["rejection_rate"] > 0, f"no draft token was rejected: {dict(seen)}"
 
 
-def test_plain_greedy_matches_recomputation_and_hf_generate(bundle):
-    trace = generate(bundle, PROMPT, BASE.with_(mode="plain"), replay=False)
-    ids = prompt_ids(bundle)
-    assert trace.token_ids == greedy_without_cache(bundle.verifier.model, ids, 48)
-    hf = bundle.verifier.model.generate(torch.tensor([ids], device=TEST_DEVICE), do_sample=False, max_new_tokens=48)
+def test_plain_greedy_matches_recomputation_and_hf_generate(each):
+    trace = generate(each, PROMPT, BASE.with_(mode="plain"), replay=False)
+    ids = prompt_ids(each)
+    assert trace.token_ids == greedy_without_cache(each.verifier.model, ids, 48)
+    hf = each.verifier.model.generate(torch.tensor([ids], device=TEST_DEVICE), do_sample=False, max_new_tokens=48)
     assert trace.token_ids == hf[0, len(ids):].tolist()
     assert {t.outcome for t in trace.tokens} == {"plain"} and {t.reason for t in trace.tokens} == {"no-draft"}
 
 
 @pytest.mark.parametrize("drafter, gamma", [("self", 4), ("ngram", 1)])
-def test_every_token_to_the_full_verifier_reproduces_plain_greedy(bundle, drafter, gamma):
+def test_every_token_to_the_full_verifier_reproduces_plain_greedy(each, drafter, gamma):
     config = BASE.with_(drafter=drafter, gamma=gamma)
-    plain = greedy_without_cache(bundle.verifier.model, prompt_ids(bundle), 48)
-    forced = generate(fresh(bundle), PROMPT, config.with_(mode="via", tau_accept=1.0, tau_slim=1.0), replay=False)
-    classic = generate(fresh(bundle), PROMPT, config.with_(mode="sd", tau_accept=0.2, tau_slim=0.1), replay=False)
+    plain = greedy_without_cache(each.verifier.model, prompt_ids(each), 48)
+    forced = generate(fresh(each), PROMPT, config.with_(mode="via", tau_accept=1.0, tau_slim=1.0), replay=False)
+    classic = generate(fresh(each), PROMPT, config.with_(mode="sd", tau_accept=0.2, tau_slim=0.1), replay=False)
     assert forced.token_ids == plain
     assert classic.token_ids == plain
     for trace in (forced, classic):
@@ -109,12 +119,12 @@ def test_every_token_to_the_full_verifier_reproduces_plain_greedy(bundle, drafte
         assert summarize(trace)["slim_calls"] == 0
 
 
-def test_every_token_to_tier_one_reproduces_the_drafters_own_greedy_output(bundle):
+def test_every_token_to_tier_one_reproduces_the_drafters_own_greedy_output(each):
     config = BASE.with_(tau_accept=0.0, tau_slim=0.0)
-    trace = generate(fresh(bundle), PROMPT, config, replay=False)
-    route = resolve_route(config.draft_route, bundle.verifier.model.config)
-    own = greedy_without_cache(bundle.verifier.model, prompt_ids(bundle), 48, route)
-    stops = stop_token_ids(bundle.verifier.model, bundle.verifier.tokenizer)
+    trace = generate(fresh(each), PROMPT, config, replay=False)
+    route = resolve_route(config.draft_route, each.verifier.model.config)
+    own = greedy_without_cache(each.verifier.model, prompt_ids(each), 48, route)
+    stops = stop_token_ids(each.verifier.model, each.verifier.tokenizer)
     assert not set(own) & stops, "the drafter's own output must not stop early here"
     assert trace.token_ids == own
     assert {t.outcome for t in trace.tokens} == {"direct-accepted"}
@@ -123,11 +133,11 @@ def test_every_token_to_tier_one_reproduces_the_drafters_own_greedy_output(bundl
     assert m["full_calls"] == 0 and m["slim_calls"] == 0 and m["drafter_calls"] > 0
 
 
-def test_all_to_the_slim_verifier_reproduces_the_slim_models_greedy_output(bundle):
+def test_all_to_the_slim_verifier_reproduces_the_slim_models_greedy_output(each):
     config = BASE.with_(tau_accept=1.0, tau_slim=0.0)
-    trace = generate(fresh(bundle), PROMPT, config, replay=False)
-    route = resolve_route(config.slim_route, bundle.verifier.model.config)
-    assert trace.token_ids == greedy_without_cache(bundle.verifier.model, prompt_ids(bundle), 48, route)
+    trace = generate(fresh(each), PROMPT, config, replay=False)
+    route = resolve_route(config.slim_route, each.verifier.model.config)
+    assert trace.token_ids == greedy_without_cache(each.verifier.model, prompt_ids(each), 48, route)
     seen = outcomes(trace)
     assert seen["slim-accepted"] > 0 and seen["slim-regenerated"] > 0, dict(seen)
     assert {t.tier for t in trace.tokens} == {2} and {t.reason for t in trace.tokens} == {"slim-confident"}

@@ -75,3 +75,38 @@ def test_device_profile_chooses_by_dtype() -> None:
     assert bf16 is None or "bf16" in bf16
     assert device_profile("cpu", dtype="float16") is None, "no fp16 CPU profile ships: the modelled accelerator"
     assert device_profile("cpu", "accelerator-modelled", torch.bfloat16) == "accelerator-modelled"
+
+
+CLASSES = [  # (cpuinfo flags, torch's capability, class, dtype, verifier quantisation)
+    (frozenset({"avx2", "fma"}), "AVX2", "avx2", "float32", "int8"),
+    (frozenset({"avx2", "avx512f", "avx512_vnni"}), "AVX512", "avx512", "float32", "int8"),
+    (frozenset({"avx2", "avx512f", "avx512_bf16"}), "AVX512", "avx512-bf16", "bfloat16", "none"),
+    (frozenset({"avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile"}), "AVX512", "amx", "bfloat16", "none"),
+    (frozenset({"avx2", "avx512f", "avx512_bf16"}), "AVX2", "avx2", "float32", "int8"),  # ATEN_CPU_CAPABILITY=avx2
+    (frozenset({"asimd"}), "DEFAULT", "other", "float32", "none"),
+]
+
+
+@pytest.mark.parametrize("flags, capability, klass, dtype, quant", CLASSES)
+def test_each_cpu_class_gets_its_recommended_precision(monkeypatch, flags, capability, klass, dtype, quant) -> None:
+    import core.models.precision as precision
+    from core.models.verifier_quant import resolve
+
+    monkeypatch.setattr(precision, "cpu_flags", lambda *a: flags)
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
+    cpu = torch.device("cpu")
+    choice = precision.recommend(cpu)
+    assert (precision.cpu_class(cpu), choice.cpu_class, choice.dtype, choice.verifier_quant) == (klass, klass, dtype,
+                                                                                               quant)
+    assert auto_dtype(cpu) == (torch.bfloat16 if dtype == "bfloat16" else torch.float32)
+    # the pair (default precision "auto") takes the recommendation; an asked dtype or a Hub id keep the reference
+    assert resolve(None, cpu, None, "auto") == quant
+    assert resolve("auto", cpu, "float32", "float32") == quant
+    assert resolve(None, cpu, "float32", "auto") == "none" and resolve(None, cpu, None, "float32") == "none"
+    assert resolve("int8", cpu, None, "float32") == "int8" and resolve("none", cpu, None, "auto") == "none"
+
+
+def test_cuda_is_its_own_class_and_keeps_the_reference(monkeypatch) -> None:
+    from core.models.precision import cpu_class, recommend
+
+    assert cpu_class(torch.device("cuda")) == "cuda" and recommend(torch.device("cuda")).verifier_quant == "none"
