@@ -123,6 +123,12 @@ class Prefetcher:
         thread = self._thread
         return thread is not None and thread.is_alive()
 
+    def clear(self) -> None:
+        """Drop every queued grid and stop the job: nothing left runs on in the background (tests between modules)."""
+        with self._lock:
+            self._pending = []
+        self.stop()
+
     def stop(self) -> None:
         """Cancel the job and wait for it: a thread inside torch at interpreter exit aborts the process."""
         self._cancel.set()

@@ -42,3 +42,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_report_header(config: pytest.Config) -> str:
     return "tier: full (every test)" if config.getoption("--full") else "tier: quick unless paths or -m are given " \
         "(`python -m pytest --full` runs everything)"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _no_background_grid_outlives_its_module():
+    """An app test's runs queue background grids (app.prefetch) that would otherwise run on into later modules,
+    taking their CPU and showing up in their spies (a test of the scorer once recorded the prefetcher's passes)."""
+    yield
+    prefetch = sys.modules.get("app.prefetch")
+    if prefetch is not None:
+        prefetch.PREFETCHER.clear()

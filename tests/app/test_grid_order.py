@@ -183,3 +183,23 @@ def test_a_release_is_told_the_runs_measured_pace() -> None:
     assert grid.pace_s() == 4.0, "then the median of the points computed after it"
     grid.recorded = {"recorded": "a sweep"}
     assert grid.pace_s() == 0.0, "a recorded grid has every point"
+
+
+def test_clear_drops_the_queue_and_stops_the_job():
+    """What the test suite calls between modules: nothing queued, nothing running after it."""
+    prefetcher = Prefetcher()
+    started = threading.Event()
+    release = threading.Event()
+
+    def slow_run(cancel):
+        started.set()
+        while not cancel.is_set():
+            release.wait(0.01)
+
+    prefetcher._run = slow_run  # a job that runs until it is cancelled
+    prefetcher._pending = [(lambda: None, object())]
+    prefetcher._thread = threading.Thread(target=prefetcher._run, args=(prefetcher._cancel,), daemon=True)
+    prefetcher._thread.start()
+    assert started.wait(5)
+    prefetcher.clear()
+    assert prefetcher.pending() == [] and not prefetcher.running()
