@@ -28,16 +28,7 @@ import time
 from pathlib import Path
 
 from core.analysis.serving_export import build_export
-from core.analysis.tuning import (  # noqa: F401  (re-exported: the command's library names)
-    SPEED,
-    Target,
-    TuneResult,
-    config_of,
-    evaluate,
-    grid_configs,
-    held_apart,
-    tune,
-)
+from core.analysis.tuning import SPEED, Target, TuneResult, grid_configs, held_apart, tune
 from core.config import DecodeConfig
 from core.errors import ConfigError, ViaSdError
 from core.models.loading import EMBEDDED_ID, load_bundle

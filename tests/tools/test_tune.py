@@ -8,9 +8,7 @@ import pytest
 from core import generate
 from core.analysis.textdiff import word_diff
 from core.analysis.tradeoffs import pareto_front
-from core.config import DecodeConfig
-from core.errors import ConfigError
-from core.tools.tune import (
+from core.analysis.tuning import (
     SPEED,
     Target,
     config_of,
@@ -18,6 +16,8 @@ from core.tools.tune import (
     grid_configs,
     tune,
 )
+from core.config import DecodeConfig
+from core.errors import ConfigError
 from core.tools.tune_result import write_outputs
 
 PROMPTS = ["hello there, how are you", "abc abc abc abc"]
