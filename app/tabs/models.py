@@ -23,6 +23,7 @@ from app.settings import Settings
 from core import EMBEDDED_ID
 from core.config import preset as settings_preset
 from core.models.drafter_quant import DRAFTER_QUANTS
+from core.models.loading import default_drafter_quant
 from core.models.pairs import PAIR_PRESETS, PairPreset, available_presets
 from core.models.wheels import Progress
 
@@ -104,7 +105,7 @@ class ModelsPanel:
         """A preset's ids and drafter setting into the boxes (loading is still the Load button's job)."""
         for preset in PAIR_PRESETS:
             if preset.label == label:
-                return preset.verifier, preset.drafter, preset.drafter_quant
+                return preset.verifier, preset.drafter, default_drafter_quant(preset.verifier, preset.drafter)
         return gr.skip(), gr.skip(), gr.skip()
 
     @staticmethod

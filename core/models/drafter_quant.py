@@ -5,9 +5,11 @@ dtype); a drafter's tokens are only proposals, each verified or audited, so quan
 output under exact verification, only how often its drafts are right and what one costs. On this CPU the 0.5B
 drafter in bf16 costs 0.385 of a 1.5B pass, which bounds what VIA-SD's tier 1 can save (README).
 
-A setting is `WEIGHTS[+vocab[N]]`: WEIGHTS is none, int8 or int4 (core/models/quantised.py), `+vocab` restricts
-the output head to the ids below N (default VOCAB_TOP) plus the special tokens and the text's own tokens, with the
-full head where it is unsure (core/models/restricted_head.py). `load_bundle(..., drafter_quant=...)` and
+A setting is `WEIGHTS[+vocab[N]]`: WEIGHTS is none, int8 or int4 (weight-only: core/models/quantised.py) or w8a8
+(int8 weights and int8 activations per token: core/models/int8_linear.py, the int8 verifier's layer; on a CPU
+without native bf16 it is the fast one, where int4 weights in float32 are slower than float32 itself); `+vocab`
+restricts the output head to the ids below N (default VOCAB_TOP) plus the special tokens and the text's own tokens,
+with the full head where it is unsure (core/models/restricted_head.py). `load_bundle(..., drafter_quant=...)` and
 `--drafter-quant` take it; `quantise` applies it to a loaded model in place, after `check` found the kernels.
 """
 
@@ -20,6 +22,7 @@ import torch
 from torch import nn
 
 from core.errors import ModelLoadError, shown
+from core.models.int8_linear import PerTokenInt8Linear
 from core.models.quantised import WeightOnlyLinear, kernel_error
 from core.models.restricted_head import RestrictedHead, install, static_ids
 from core.models.routed_layers import decoder_layers
@@ -29,12 +32,13 @@ DRAFTER_QUANTS = {
     "int8": "int8 weights (one scale per row); activations in the verifier's dtype",
     "int4": "int4 weights (a scale and zero per 64 inputs); activations in the verifier's dtype",
     "int4+vocab": "int4 weights and a head over frequent and in-text tokens (the full head when unsure)",
+    "w8a8": "int8 weights and int8 activations per token: integer products (a CPU without native bf16)",
 }
 """The settings offered by name (the Models panel, --help); any WEIGHTS[+vocab[N]] is accepted."""
 VOCAB_TOP = 32768
 """Static rows of a restricted head: ids below this (README: 8192 and 16384 were measured too)."""
-BITS = {"none": None, "int8": 8, "int4": 4}
-_SPEC = re.compile(r"^(none|int8|int4)(\+vocab(\d+)?)?$")
+BITS = {"none": None, "int8": 8, "int4": 4, "w8a8": 8}
+_SPEC = re.compile(r"^(none|int8|int4|w8a8)(\+vocab(\d+)?)?$")
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,8 @@ class DrafterQuant:
             raise ModelLoadError(f"unknown drafter quantisation {shown(spec)!r}: use {', '.join(DRAFTER_QUANTS)} "
                                  "(or WEIGHTS+vocabN, e.g. int4+vocab16384)")
         top = int(found.group(3)) if found.group(3) else VOCAB_TOP if found.group(2) else None
+        if top is not None and found.group(1) == "w8a8":
+            raise ModelLoadError("w8a8 takes no restricted head: use w8a8, or int8+vocab / int4+vocab")
         if top is not None and top < 8:
             raise ModelLoadError(f"a restricted head needs at least 8 static rows, not {top} (e.g. int4, int8 or "
                                  "int4+vocab16384)")
@@ -80,6 +86,8 @@ def supported(device: torch.device, dtype: torch.dtype) -> list[str]:
 
 def kernel_problem(quant: DrafterQuant, device: torch.device, dtype: torch.dtype) -> str | None:
     """Why `quant` cannot run here (None: it can). A restricted head gathers int8 rows, so it needs int8 too."""
+    if quant.weights == "w8a8":
+        return None if device.type == "cpu" else f"w8a8 runs on a CPU (fbgemm), not on {device.type}"
     needed = {quant.bits} | ({8} if quant.vocab_top is not None and quant.bits is not None else set())
     for bits in sorted(b for b in needed if b is not None):
         problem = kernel_error(bits, device, dtype)
@@ -109,8 +117,10 @@ def decoder_linears(model: nn.Module) -> list[tuple[nn.Module, str, nn.Linear]]:
     return found
 
 
-def _quantised(linear: nn.Linear, bits: int | None) -> nn.Module:
-    """`linear` in `bits` (unchanged when None, or when int4 cannot pack its width)."""
+def _quantised(linear: nn.Linear, bits: int | str | None) -> nn.Module:
+    """`linear` in `bits` (unchanged when None, or when int4 cannot pack its width); "w8a8": per-token int8."""
+    if bits == "w8a8":
+        return PerTokenInt8Linear(linear)
     if bits is None:
         return linear
     try:
@@ -139,14 +149,17 @@ def quantise(model: nn.Module, quant: DrafterQuant, special: set[int]) -> nn.Mod
     if not isinstance(head, nn.Linear):
         raise ModelLoadError(f"cannot quantise a drafter whose output head is a {type(head).__name__}")
     params = sum(p.numel() for p in model.parameters())
-    swaps = [(parent, name, _quantised(linear, quant.bits)) for parent, name, linear in decoder_linears(model)]
+    bits = "w8a8" if quant.weights == "w8a8" else quant.bits
+    swaps = [(parent, name, _quantised(linear, bits)) for parent, name, linear in decoder_linears(model)]
     new_head = (_restricted(model, head, quant, special) if quant.vocab_top is not None
-                else _quantised(head, quant.bits))
+                else _quantised(head, bits))
     for parent, name, module in swaps:
         setattr(parent, name, module)
     if isinstance(new_head, RestrictedHead):
         install(model, new_head)
     else:
+        if bits == "w8a8" and getattr(model.config, "tie_word_embeddings", False):
+            model.config.tie_word_embeddings = False  # the embedding keeps its float rows; only the head is int8
         model.set_output_embeddings(new_head)
     model.viasd_quant = (quant.name, params)  # read by cost_profiles.model_signature: same shape, other costs
     return model

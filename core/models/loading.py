@@ -8,10 +8,12 @@ entry point:
   manifest in catalog.py) and then reload from the converted copy in `cache_dir()` in seconds;
 * anything else is a local folder or a Hub id, size-checked by `ModelPolicy` (policy.py) first.
 
-Precision (precision.py): `dtype=None` picks per model, "auto" on CUDA and for the pair, float32 for
-SmolLM2 and Hub ids on a CPU (exact; the greedy invariants are tested there). The drafter always
-runs in the verifier's precision; `drafter_quant` makes it cheaper (int8 / int4 weights, a restricted head:
-core/models/drafter_quant.py), by default the pair preset's recommended setting. A failed load raises one
+Precision (precision.py): `dtype=None` picks per model, "auto" on CUDA, this machine's recommendation for the
+pair on a CPU (`precision.recommend`: an int8 verifier in float32 where measured fastest), float32 for SmolLM2
+and Hub ids on a CPU (exact; the greedy invariants are tested there). The drafter runs in the verifier's
+precision, except the pair's with no dtype asked, which takes the recommendation's (bf16 where native);
+`drafter_quant` makes it cheaper (int8 / int4 weights, w8a8, a restricted head: core/models/drafter_quant.py), by
+default the pair preset's recommended setting for the drafter's dtype (`drafter_format`). A failed load raises one
 ModelLoadError line before anything is replaced, so a caller holding a bundle keeps using it.
 """
 
@@ -30,7 +32,7 @@ from core.models.load_progress import weights_progress
 from core.models.memo import PredictionMemo
 from core.models.pairs import pair_preset_for
 from core.models.policy import ModelPolicy, ModelSize, hub_reachable, local_folder
-from core.models.precision import DTYPES, resolve_dtype
+from core.models.precision import DTYPES, cpu_class, recommend, resolve_dtype
 from core.models.prompting import stop_token_ids
 from core.models.resident import make_resident, release_file
 from core.models.resources import cache_dir, require_memory
@@ -41,7 +43,8 @@ from core.models.wheels import Progress, no_progress
 
 __all__ = [
     "DTYPES", "EMBEDDED_ID", "QWEN_CODER_05B_ID", "QWEN_CODER_15B_ID", "SUPPORTED_FAMILIES", "LoadedModel",
-    "ModelBundle", "cache_dir", "check_same_tokenizer", "default_drafter_quant", "describe_quant",
+    "ModelBundle", "cache_dir", "check_same_tokenizer", "default_drafter_quant", "describe_quant", "drafter_format",
+    "live_precision",
     "embedded_model_dir", "load_bundle", "load_model", "pick_device", "quantise_drafter",
 ]
 
@@ -67,7 +70,32 @@ def pick_device(device: str | None = None, dtype: str | None = None,
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
     dev = torch.device(device)
-    return dev, resolve_dtype(dtype, dev, default_dtype(name, dev))
+    default = default_dtype(name, dev)
+    if dtype is None and default == "auto" and dev.type == "cpu":
+        default = recommend(dev).dtype  # the pair: this machine's measured choice (an int8 verifier runs in float32)
+    return dev, resolve_dtype(dtype, dev, default)
+
+
+def live_precision(verifier: str, device: str | None = None) -> str:
+    """The verifier's precision a default load of `verifier` gets here, as recordings name theirs ("bfloat16",
+    "float32 int8"): a recorded screen compares it with its own to say whether a live run changes more than time."""
+    dev, torch_dtype = pick_device(device, None, verifier)
+    quant = resolve_verifier_quant(None, dev, None, default_dtype(verifier, dev))
+    return str(torch_dtype).replace("torch.", "") + ("" if quant == "none" else f" {quant}")
+
+
+def drafter_format(verifier: str, device: torch.device, dtype: str | None) -> tuple[torch.dtype, str]:
+    """The pair's drafter (dtype, quantisation) when none is asked: with no dtype asked, this machine's
+    recommendation (`precision.recommend`); else the asked dtype with the quantisation that is fast in it (int4
+    weights in half precision or on CUDA, int8 weights and activations in float32 on a CPU, where int4 weights are
+    slower than float32 itself)."""
+    if dtype is None and default_dtype(verifier, device) == "auto" and device.type == "cpu":
+        chosen = recommend(device)
+        return resolve_dtype(chosen.drafter_dtype, device), chosen.drafter_quant
+    torch_dtype = pick_device(str(device), dtype, verifier)[1]
+    if device.type == "cuda" or torch_dtype != torch.float32:
+        return torch_dtype, "int4"
+    return torch_dtype, "none" if cpu_class(device) == "other" else "w8a8"
 
 
 @dataclass
@@ -177,10 +205,14 @@ def load_model(name: str = EMBEDDED_ID, device: str | None = None, dtype: str | 
                        load_seconds=time.perf_counter() - start)
 
 
-def default_drafter_quant(verifier: str, drafter: str | None) -> str:
-    """The drafter setting used when none is asked for: the pair preset's recommended one, else "none"."""
+def default_drafter_quant(verifier: str, drafter: str | None, device: str | None = None,
+                          dtype: str | None = None) -> str:
+    """The drafter setting used when none is asked for: the pair preset's recommended one ("auto": the one fast
+    in the drafter's dtype on this machine, `drafter_format`), else "none"."""
     preset = pair_preset_for((verifier or "").strip(), (drafter or "").strip() or None) if drafter else None
-    return preset.drafter_quant if preset is not None else "none"
+    if preset is None or preset.drafter_quant != "auto":
+        return preset.drafter_quant if preset is not None else "none"
+    return drafter_format(verifier.strip(), pick_device(device, dtype, verifier.strip())[0], dtype)[1]
 
 
 def drafter_setting(verifier: str, drafter: str | None, asked: str | None) -> str | None:
@@ -194,7 +226,8 @@ def drafter_setting(verifier: str, drafter: str | None, asked: str | None) -> st
 def describe_quant(spec: str) -> str:
     """'int4 weights', 'int4 weights, restricted head': a drafter setting in words."""
     quant = DrafterQuant.parse(spec)
-    words = [] if quant.bits is None else [f"{quant.weights} weights"]
+    words = [] if quant.bits is None else ["int8 weights and activations" if quant.weights == "w8a8"
+                                           else f"{quant.weights} weights"]
     if quant.vocab_top is not None:
         words.append(f"head over {quant.vocab_top} ids + the text's tokens")
     return ", ".join(words) or "its own weights"
@@ -233,9 +266,12 @@ def load_bundle(verifier: str = EMBEDDED_ID, drafter: str | None = None, device:
     chosen = str(torch_dtype).replace("torch.", "")
     if drafter_quant is not None and not drafter and DrafterQuant.parse(drafter_quant).name != "none":
         raise ModelLoadError(f"drafter_quant '{drafter_quant}' needs a separate drafter model")
-    spec = drafter_quant if drafter_quant is not None else default_drafter_quant(verifier, drafter)
+    spec = drafter_quant if drafter_quant is not None else default_drafter_quant(verifier, drafter, str(dev), dtype)
+    drafter_dtype = torch_dtype
+    if drafter and pair_preset_for(name, drafter.strip()) is not None:
+        drafter_dtype = drafter_format(name, dev, dtype)[0]  # the pair: bf16 int4 drafting where that is native
     if drafter:
-        check(spec, dev, torch_dtype)  # one line now, before minutes of loading
+        check(spec, dev, drafter_dtype)  # one line now, before minutes of loading
     same = (loaded_verifier is not None and loaded_verifier.name == verifier
             and loaded_verifier.device.type == dev.type and loaded_verifier.dtype == torch_dtype
             and loaded_verifier.verifier_quant == vquant)
@@ -244,7 +280,8 @@ def load_bundle(verifier: str = EMBEDDED_ID, drafter: str | None = None, device:
         quantise_verifier(main.model, vquant)
         release_file(main.model)  # its replaced float layers stay resident while the file is mapped
         main.verifier_quant = vquant
-    extra = load_model(drafter, str(dev), chosen, policy, progress) if drafter else None
+    extra = load_model(drafter, str(dev), str(drafter_dtype).replace("torch.", ""), policy, progress) if drafter \
+        else None
     if extra is not None:
         check_same_tokenizer(main.tokenizer, extra.tokenizer)
         quantise_drafter(extra, spec)

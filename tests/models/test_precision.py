@@ -50,7 +50,10 @@ def test_the_embedded_model_keeps_fp32_on_cpu_and_the_pair_asks_for_auto() -> No
     assert default_dtype("org/any-hub-model", CPU) == "float32"
     assert default_dtype("embedded:qwen2.5-coder-1.5b-instruct", CPU) == "auto"
     assert default_dtype("embedded:smollm2-135m-instruct", torch.device("cuda")) == "auto"
-    assert pick_device("cpu", None, "embedded:qwen2.5-coder-0.5b-instruct")[1] == auto_dtype(CPU)
+    from core.models.precision import recommend
+
+    wanted = recommend(CPU).dtype  # the pair on a CPU: this machine's recommendation, not bf16 wherever native
+    assert pick_device("cpu", None, "embedded:qwen2.5-coder-0.5b-instruct")[1] == resolve_dtype(wanted, CPU)
 
 
 def measured(model: torch.nn.Module, dtype: str) -> CostProfile:
@@ -77,19 +80,24 @@ def test_device_profile_chooses_by_dtype() -> None:
     assert device_profile("cpu", "accelerator-modelled", torch.bfloat16) == "accelerator-modelled"
 
 
-CLASSES = [  # (cpuinfo flags, torch's capability, class, dtype, verifier quantisation)
-    (frozenset({"avx2", "fma"}), "AVX2", "avx2", "float32", "int8"),
-    (frozenset({"avx2", "avx512f", "avx512_vnni"}), "AVX512", "avx512", "float32", "int8"),
-    (frozenset({"avx2", "avx512f", "avx512_bf16"}), "AVX512", "avx512-bf16", "bfloat16", "none"),
-    (frozenset({"avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile"}), "AVX512", "amx", "bfloat16", "none"),
-    (frozenset({"avx2", "avx512f", "avx512_bf16"}), "AVX2", "avx2", "float32", "int8"),  # ATEN_CPU_CAPABILITY=avx2
-    (frozenset({"asimd"}), "DEFAULT", "other", "float32", "none"),
+CLASSES = [  # (cpuinfo flags, torch's capability, class, dtype, verifier quantisation, drafter dtype and setting)
+    (frozenset({"avx2", "fma"}), "AVX2", "avx2", "float32", "int8", torch.float32, "w8a8"),
+    (frozenset({"avx2", "avx512f", "avx512_vnni"}), "AVX512", "avx512", "float32", "int8", torch.float32, "w8a8"),
+    (frozenset({"avx2", "avx512f", "avx512_bf16"}), "AVX512", "avx512-bf16", "float32", "int8", torch.bfloat16,
+     "int4"),
+    (frozenset({"avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile"}), "AVX512", "amx", "bfloat16", "none",
+     torch.bfloat16, "int4"),
+    (frozenset({"avx2", "avx512f", "avx512_bf16"}), "AVX2", "avx2", "float32", "int8", torch.float32,
+     "w8a8"),  # ATEN_CPU_CAPABILITY=avx2
+    (frozenset({"asimd"}), "DEFAULT", "other", "float32", "none", torch.float32, "none"),
 ]
 
 
-@pytest.mark.parametrize("flags, capability, klass, dtype, quant", CLASSES)
-def test_each_cpu_class_gets_its_recommended_precision(monkeypatch, flags, capability, klass, dtype, quant) -> None:
+@pytest.mark.parametrize("flags, capability, klass, dtype, quant, drafter_dtype, drafter_quant", CLASSES)
+def test_each_cpu_class_gets_its_recommended_precision(monkeypatch, flags, capability, klass, dtype, quant,
+                                                       drafter_dtype, drafter_quant) -> None:
     import core.models.precision as precision
+    from core.models.loading import default_drafter_quant, drafter_format
     from core.models.verifier_quant import resolve
 
     monkeypatch.setattr(precision, "cpu_flags", lambda *a: flags)
@@ -98,7 +106,15 @@ def test_each_cpu_class_gets_its_recommended_precision(monkeypatch, flags, capab
     choice = precision.recommend(cpu)
     assert (precision.cpu_class(cpu), choice.cpu_class, choice.dtype, choice.verifier_quant) == (klass, klass, dtype,
                                                                                                quant)
-    assert auto_dtype(cpu) == (torch.bfloat16 if dtype == "bfloat16" else torch.float32)
+    native = klass in ("amx", "avx512-bf16")
+    assert auto_dtype(cpu) == (torch.bfloat16 if native else torch.float32), "--dtype auto: bf16 where native"
+    pair, drafter = "embedded:qwen2.5-coder-1.5b-instruct", "embedded:qwen2.5-coder-0.5b-instruct"
+    assert pick_device("cpu", None, pair)[1] == (torch.bfloat16 if dtype == "bfloat16" else torch.float32)
+    assert drafter_format(pair, cpu, None) == (drafter_dtype, drafter_quant)
+    assert default_drafter_quant(pair, drafter, "cpu") == drafter_quant
+    # an asked dtype: the drafter setting that is fast in it
+    assert drafter_format(pair, cpu, "bfloat16") == (torch.bfloat16, "int4")
+    assert drafter_format(pair, cpu, "float32") == (torch.float32, "none" if klass == "other" else "w8a8")
     # the pair (default precision "auto") takes the recommendation; an asked dtype or a Hub id keep the reference
     assert resolve(None, cpu, None, "auto") == quant
     assert resolve("auto", cpu, "float32", "float32") == quant

@@ -17,8 +17,7 @@ from core import DecodeConfig, encode_prompt, generate, load_bundle
 from core.analysis.tradeoffs import compare
 from core.models.catalog import QWEN_CODER_05B_ID, QWEN_CODER_15B_ID
 from core.models.converted import DONE_MARK
-from core.models.loading import cache_dir
-from core.models.precision import auto_dtype
+from core.models.loading import cache_dir, drafter_format, pick_device
 
 pytestmark = [pytest.mark.real_pair,
               pytest.mark.skipif(os.environ.get("VIASD_REAL_PAIR") != "1", reason="opt-in: set VIASD_REAL_PAIR=1")]
@@ -38,7 +37,9 @@ def test_the_pair_installs_by_name_and_shares_one_tokenizer(pair) -> None:
     assert bundle.verifier.num_layers == 28 and bundle.drafter.num_layers == 24
     assert bundle.verifier.model.config.hidden_size == 1536 and bundle.drafter.model.config.hidden_size == 896
     assert len(bundle.verifier.tokenizer) == len(bundle.drafter.tokenizer)
-    assert bundle.verifier.dtype == bundle.drafter.dtype == auto_dtype(bundle.verifier.device)
+    device = bundle.verifier.device  # this machine's recommendation (core.models.precision.recommend)
+    assert bundle.verifier.dtype == pick_device(str(device), None, QWEN_CODER_15B_ID)[1]
+    assert bundle.drafter.dtype == drafter_format(QWEN_CODER_15B_ID, device, None)[0]
     assert "load" in stages
     for folder in ("qwen2.5-coder-1.5b-instruct", "qwen2.5-coder-0.5b-instruct"):
         assert (cache_dir() / folder / DONE_MARK).exists()
