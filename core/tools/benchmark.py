@@ -32,6 +32,7 @@ from core.models.precision import cpu_class, dtype_name
 from core.models.prompting import encode_prompt
 from core.tools.bench_report import HEADER, call_shape, explanations, format_row, summary
 from core.tools.bench_rows import SAME_DRAFTS, Row, lookup_config, run_prompt
+from core.tools.llama_anchor import LlamaCall, pair_anchor
 from core.tools.pair_bench import PAIRS, HfCall, Method, WithDrafter, methods, run_method, run_pair_prompt
 from core.tools.pair_report import HEADER as PAIR_HEADER
 from core.tools.pair_report import row_line, summary_lines
@@ -81,6 +82,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     pair = p.add_argument_group("with --pair")
     pair.add_argument("--prompts", help="comma list of FAMILY:INDEX (0-based), e.g. code:9,math:0 (default: every code "
                       "prompt and every math prompt with a final answer, or --per-family of each)")
+    pair.add_argument("--gguf", help="the GGUF llama.cpp decodes in its row (default: an embedded verifier's own, "
+                      "joined in the model cache); the row runs only where llama-cpp-python imports")
     pair.add_argument("--slim-route", help="VIA-SD's slim route (default: the preset's, calibrated-slim)")
     pair.add_argument("--via-gamma", type=int, help="VIA-SD's draft length (default: the preset's)")
     pair.add_argument("--bild-rollback", type=float, default=2.0, help="BiLD rollback threshold in nats")
@@ -141,7 +144,8 @@ def drafter_variants(bundle: ModelBundle, quants: list[str]) -> dict[str, ModelB
 def main_pair(args: argparse.Namespace, bundle: ModelBundle, costs: CostModel) -> None:
     """The paper's table on a real pair (core/tools/pair_bench.py runs it, core/tools/pair_report.py prints it)."""
     prompts = pair_prompts(args)
-    table = methods(args, args.pair)
+    anchor, no_llama = pair_anchor(args, bundle, prompts)
+    table = methods(args, args.pair, anchor)
     variants = drafter_variants(bundle, args.drafter_quants)
     device = bundle.verifier.device
     start = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -154,6 +158,8 @@ def main_pair(args: argparse.Namespace, bundle: ModelBundle, costs: CostModel) -
           f"tokens, greedy, {args.repeats} interleaved run(s) per method (order flipped every other prompt)")
     for name, method in table.items():
         print(f"  {name}: {describe_method(method)}")
+    if no_llama:
+        print(no_llama)
     print(f"pred. x: {costs.label}\n")
     first = prompts[0]
     for method in table.values():  # warm every path once (first calls pay for lazy initialisation)
@@ -181,10 +187,10 @@ def main_pair(args: argparse.Namespace, bundle: ModelBundle, costs: CostModel) -
     print("\n".join(summary_lines(rows)))
     print(f"\nfinished {datetime.now(timezone.utc).strftime('%H:%M UTC')}; load average {load_average()}. "
           "rej.: rejection rate; acc.len: mean acceptance length (1 + accepted / drafting rounds); words: share of "
-          "words differing from our plain (same-dtype greedy) output; expect.: expectations met; answer: the math "
-          "prompt's final answer; pred. x: the cost profile's predicted speed-up over plain from the run's calls; "
-          "same: tokens identical to our plain output. A shared machine makes wall-clock numbers noisy: compare "
-          "ratios, and rerun for yours.")
+          "words differing from our plain (same-dtype greedy) output (llama.cpp's: numerics); expect.: expectations "
+          "met; answer: the math prompt's final answer; pred. x: the cost profile's predicted speed-up over plain "
+          "from the run's calls; same: tokens identical to our plain output. A shared machine makes wall-clock "
+          "numbers noisy: compare ratios, and rerun for yours.")
 
 
 def load_average() -> str:
@@ -202,6 +208,8 @@ def cpu_bf16() -> str:
 
 
 def describe_method(method: Method) -> str:
+    if isinstance(method, LlamaCall):
+        return method.describe()
     if isinstance(method, WithDrafter):
         return f"{describe_method(method.method)}, drafter {method.quant}"
     if isinstance(method, HfCall):
