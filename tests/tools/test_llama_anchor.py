@@ -14,6 +14,8 @@ from core.decoding.cost import CostModel
 from core.models import catalog
 from core.models.prompting import encode_prompt
 from core.tools import llama_anchor
+from core.tools.bench_report import format_row
+from core.tools.bench_rows import run_prompt
 from core.tools.benchmark import describe_method, parse
 from core.tools.llama_anchor import (
     LLAMA,
@@ -22,7 +24,7 @@ from core.tools.llama_anchor import (
     LlamaUnavailableError,
     gguf_path,
     open_anchor,
-    pair_anchor,
+    table_anchor,
 )
 from core.tools.pair_bench import HF_GREEDY, PLAIN, methods, run_pair_prompt
 from core.tools.pair_report import summary_lines
@@ -71,7 +73,7 @@ def test_missing_llama_cpp_is_one_line_and_no_row(monkeypatch):
 
 def test_skip_opens_nothing():
     args = parse(["--pair", "qwen2.5-coder", "--skip", LLAMA])
-    assert pair_anchor(args, None, []) == (None, "")
+    assert table_anchor(args, None, []) == (None, "")
 
 
 def test_explicit_gguf_path(tmp_path):
@@ -135,3 +137,18 @@ def test_real_llama_cpp_equals_transformers_greedy_on_the_same_float32_weights(t
     assert ids == again == out[0, len(prompt):].tolist()
     assert isinstance(LlamaCall(8, anchor).run(prompt)[1], float)
 
+
+
+def test_the_row_runs_in_the_plain_table_too():
+    bundle = tiny_bundle("llama", layers=2)
+    fake = FakeLlama([7, 8, 9])
+    args = parse(["--max-new-tokens", "6", "--drafters", "ngram"])
+    costs = CostModel(bundle.verifier.model)
+    text = "the cat sat on the mat. the cat"
+    rows = run_prompt(bundle, ExamplePrompt("tiny", 0, text), "tiny", args, costs, costs, flip=True,
+                      anchor=LlamaAnchor(fake, frozenset()))
+    assert [r.key for r in rows][:3] == [HF_GREEDY, LLAMA, PLAIN]
+    row = rows[1]
+    assert row.token_ids == [7, 8, 9] and row.ratios[HF_GREEDY] > 0 and row.words_differing is not None
+    assert fake.calls[0][0] == encode_prompt(bundle.verifier.tokenizer, text)
+    assert LLAMA in format_row(row, rows[2].token_ids)
