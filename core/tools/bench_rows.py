@@ -22,7 +22,8 @@ from core.trace import Trace
 
 HF_GREEDY, HF_LOOKUP, HF_ASSISTED = "HF greedy", "HF lookup", "HF assisted"
 SAME_DRAFTS = "SD same drafts"  # classic SD with VIA-SD's own drafter settings: VIA-SD's lossless equivalent
-ROW_ORDER = (HF_GREEDY, "plain", HF_LOOKUP, HF_ASSISTED, "SD", SAME_DRAFTS, "VIA-SD")
+LLAMA = "llama.cpp"  # llama-cpp-python on the model's GGUF (core/tools/llama_anchor.py), in both tables
+ROW_ORDER = (HF_GREEDY, LLAMA, "plain", HF_LOOKUP, HF_ASSISTED, "SD", SAME_DRAFTS, "VIA-SD")
 
 
 def lookup_config(args: argparse.Namespace) -> DecodeConfig:
@@ -83,13 +84,16 @@ def _our_row(bundle: ModelBundle, prompt: object, label: str, config: DecodeConf
 
 
 def run_prompt(bundle: ModelBundle, prompt: object, label: str, args: argparse.Namespace, costs: CostModel,
-               accelerator: CostModel, flip: bool) -> list[Row]:
-    """Every method on one prompt, interleaved; then fidelity against our plain (greedy) output."""
+               accelerator: CostModel, flip: bool, anchor: object | None = None) -> list[Row]:
+    """Every method on one prompt, interleaved; then fidelity against our plain (greedy) output.
+    `anchor` (core.tools.llama_anchor.LlamaAnchor) adds llama.cpp's greedy row on the same prompt ids."""
     prompt_ids = encode_prompt(bundle.verifier.tokenizer, prompt.text)
     base = DecodeConfig(max_new_tokens=args.max_new_tokens)
     base = base.given(args, "tau_accept", "tau_slim")
     jobs = [lambda: Row(label, HF_GREEDY, "-", *hf_generate(bundle, prompt_ids, args.max_new_tokens)),
             lambda: _our_row(bundle, prompt, label, base.with_(mode="plain"), costs, accelerator)]
+    if anchor is not None:
+        jobs.append(lambda: Row(label, LLAMA, "-", *anchor.decode(prompt_ids, args.max_new_tokens)))
     for drafter in args.drafters:
         gamma = args.lookup_tokens if drafter == "ngram" else args.gamma
         if drafter == "ngram":

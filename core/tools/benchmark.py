@@ -3,7 +3,8 @@
 For every prompt, on the same model, device and prompt ids, interleaved (the order flips on every
 other prompt so drift in a shared machine's load does not favour one side):
 * anchors: Hugging Face `generate` greedy, `generate(prompt_lookup_num_tokens=N)` and, when a
-  separate drafter is loaded (`--drafter-model`), `generate(assistant_model=...)`;
+  separate drafter is loaded (`--drafter-model`), `generate(assistant_model=...)`; where llama-cpp-python
+  imports, llama.cpp greedy on the model's GGUF, fed the same prompt ids (core/tools/llama_anchor.py);
 * ours, every pass run for real (no memo): plain, classic SD and VIA-SD with each drafter.
 Columns: tokens/s; ratios to HF greedy and to HF prompt lookup; the measured speed-up over our
 plain decoding beside the speed-up a cost profile predicts from the run's calls (`pred.`, this
@@ -32,6 +33,7 @@ from core.models.precision import cpu_class, dtype_name
 from core.models.prompting import encode_prompt
 from core.tools.bench_report import HEADER, call_shape, explanations, format_row, summary
 from core.tools.bench_rows import SAME_DRAFTS, Row, lookup_config, run_prompt
+from core.tools.llama_anchor import LlamaCall, table_anchor
 from core.tools.pair_bench import PAIRS, HfCall, Method, WithDrafter, methods, run_method, run_pair_prompt
 from core.tools.pair_report import HEADER as PAIR_HEADER
 from core.tools.pair_report import row_line, summary_lines
@@ -55,6 +57,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                    "code and math prompts, bf16, HF greedy / assisted / lookup, plain, SD, VIA-SD, BiLD, cascade")
     p.add_argument("--verifier-quant", help="the verifier's precision (core.models.verifier_quant: none, int8, auto; "
                    "default: this CPU's recommendation for the pair, else none)")
+    p.add_argument("--gguf", help="the GGUF llama.cpp decodes in its row (default: an embedded verifier's own, "
+                   "joined in the model cache); the row runs only where llama-cpp-python imports")
     p.add_argument("--device")
     p.add_argument("--dtype", choices=["float32", "bfloat16", "float16"])
     p.add_argument("--families", help="example families (default: grounded)")
@@ -141,7 +145,8 @@ def drafter_variants(bundle: ModelBundle, quants: list[str]) -> dict[str, ModelB
 def main_pair(args: argparse.Namespace, bundle: ModelBundle, costs: CostModel) -> None:
     """The paper's table on a real pair (core/tools/pair_bench.py runs it, core/tools/pair_report.py prints it)."""
     prompts = pair_prompts(args)
-    table = methods(args, args.pair)
+    anchor, no_llama = table_anchor(args, bundle, prompts)
+    table = methods(args, args.pair, anchor)
     variants = drafter_variants(bundle, args.drafter_quants)
     device = bundle.verifier.device
     start = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -154,6 +159,8 @@ def main_pair(args: argparse.Namespace, bundle: ModelBundle, costs: CostModel) -
           f"tokens, greedy, {args.repeats} interleaved run(s) per method (order flipped every other prompt)")
     for name, method in table.items():
         print(f"  {name}: {describe_method(method)}")
+    if anchor is None and no_llama:
+        print(no_llama)
     print(f"pred. x: {costs.label}\n")
     first = prompts[0]
     for method in table.values():  # warm every path once (first calls pay for lazy initialisation)
@@ -181,10 +188,10 @@ def main_pair(args: argparse.Namespace, bundle: ModelBundle, costs: CostModel) -
     print("\n".join(summary_lines(rows)))
     print(f"\nfinished {datetime.now(timezone.utc).strftime('%H:%M UTC')}; load average {load_average()}. "
           "rej.: rejection rate; acc.len: mean acceptance length (1 + accepted / drafting rounds); words: share of "
-          "words differing from our plain (same-dtype greedy) output; expect.: expectations met; answer: the math "
-          "prompt's final answer; pred. x: the cost profile's predicted speed-up over plain from the run's calls; "
-          "same: tokens identical to our plain output. A shared machine makes wall-clock numbers noisy: compare "
-          "ratios, and rerun for yours.")
+          "words differing from our plain (same-dtype greedy) output (llama.cpp's: numerics); expect.: expectations "
+          "met; answer: the math prompt's final answer; pred. x: the cost profile's predicted speed-up over plain "
+          "from the run's calls; same: tokens identical to our plain output. A shared machine makes wall-clock "
+          "numbers noisy: compare ratios, and rerun for yours.")
 
 
 def load_average() -> str:
@@ -202,6 +209,8 @@ def cpu_bf16() -> str:
 
 
 def describe_method(method: Method) -> str:
+    if isinstance(method, LlamaCall):
+        return method.describe()
     if isinstance(method, WithDrafter):
         return f"{describe_method(method.method)}, drafter {method.quant}"
     if isinstance(method, HfCall):
@@ -244,6 +253,7 @@ def main(argv: list[str] | None = None) -> None:
     accelerator = CostModel(bundle.verifier.model)
     families = (args.families or default_families()).split(",")
     prompts = [p for f in families for p in load_prompts(f)[: args.per_family]]
+    anchor, llama_line = table_anchor(args, bundle, prompts)
     load = f"; load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
     print(f"{args.model} on {machine_description(device)}, {cpu_class(device)} ({dtype_name(bundle.verifier.dtype)}, "
           f"verifier {bundle.verifier.verifier_quant}); {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}; "
@@ -257,6 +267,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"VIA-SD ngram (and {SAME_DRAFTS}, its lossless twin): gamma {via.gamma}, n <= {via.ngram_size}, "
               f"cut below {via.draft_stop_below}, tau {via.tau_accept}/{via.tau_slim}, copies: {via.copy_evidence}"
               f" (span {via.audit_span})")
+    if llama_line:
+        print(llama_line)
     print(f"pred. x: {costs.label}\naccel. x: {accelerator.label}\n")
     warm = encode_prompt(bundle.verifier.tokenizer, prompts[0].text)
     hf_generate(bundle, warm, 4)
@@ -266,7 +278,7 @@ def main(argv: list[str] | None = None) -> None:
     rows: list[Row] = []
     for i, prompt in enumerate(prompts):
         label = f"{prompt.family} {prompt.index + 1}"
-        mine = run_prompt(bundle, prompt, label, args, costs, accelerator, flip=i % 2 == 1)
+        mine = run_prompt(bundle, prompt, label, args, costs, accelerator, flip=i % 2 == 1, anchor=anchor)
         plain = next(r for r in mine if r.method == "plain")
         for row in mine:
             print(format_row(row, plain.token_ids), flush=True)

@@ -6,7 +6,8 @@ Hugging Face greedy, assisted generation with its own defaults and with a fixed 
 our plain, classic SD, VIA-SD (`core.config.preset("qwen2.5-coder")`), BiLD and one speculative cascade (the
 lossy baselines of core.decoding.policies), and any leads asked for (`--leads`); with `--drafter-quants`, the
 drafter-dependent rows again for each other drafter setting ("HF assisted [int8]", "SD [int8]", "VIA-SD [int8]":
-HF assisted is handed the same drafter object). Fidelity is read against our
+HF assisted is handed the same drafter object); where llama-cpp-python imports, llama.cpp greedy on the
+verifier's GGUF, fed the same prompt ids (core/tools/llama_anchor.py). Fidelity is read against our
 plain output, the same-dtype greedy one (in bf16 a k-token pass rounds differently from one at a time, so even
 classic SD differs from it a little: that is the floor the tiers are compared with). The printed report is
 core/tools/pair_report.py.
@@ -26,6 +27,7 @@ from core.models.catalog import QWEN_CODER_05B_ID, QWEN_CODER_15B_ID
 from core.models.loading import ModelBundle
 from core.models.prompting import encode_prompt
 from core.tools.bench_rows import Row
+from core.tools.llama_anchor import LLAMA, LlamaAnchor, LlamaCall
 
 PAIRS: dict[str, tuple[str, str]] = {"qwen2.5-coder": (QWEN_CODER_15B_ID, QWEN_CODER_05B_ID)}
 """--pair NAME -> (verifier, drafter): the offline pair; its recommended setting is preset(NAME)."""
@@ -69,7 +71,7 @@ class WithDrafter:
         return WithDrafter(self.method.with_(**changes), self.quant)
 
 
-Method = HfCall | DecodeConfig | WithDrafter
+Method = HfCall | DecodeConfig | WithDrafter | LlamaCall
 
 
 def drafter_rows(table: dict[str, Method], quants: list[str]) -> dict[str, Method]:
@@ -117,13 +119,14 @@ def lead_configs(via: DecodeConfig, gamma: int) -> dict[str, DecodeConfig]:
     return leads
 
 
-def methods(args: argparse.Namespace, pair: str) -> dict[str, Method]:
-    """Every method of the table by row label, in printing order."""
+def methods(args: argparse.Namespace, pair: str, anchor: LlamaAnchor | None = None) -> dict[str, Method]:
+    """Every method of the table by row label, in printing order (llama.cpp after HF greedy, given an anchor)."""
     n = args.max_new_tokens
     sd = DecodeConfig(mode="sd", drafter="model", gamma=args.gamma, max_new_tokens=n)
     via = via_config(args, pair)
     table: dict[str, Method] = {
-        HF_GREEDY: HfCall("greedy", n), HF_ASSISTED: HfCall("assisted", n),
+        HF_GREEDY: HfCall("greedy", n), **({LLAMA: LlamaCall(n, anchor)} if anchor is not None else {}),
+        HF_ASSISTED: HfCall("assisted", n),
         HF_ASSISTED_FIXED: HfCall("assisted", n, args.gamma), HF_LOOKUP: HfCall("lookup", n, args.lookup_tokens),
         PLAIN: DecodeConfig(mode="plain", max_new_tokens=n), SD: sd, VIA: via,
         BILD: sd.with_(verify_rule="bild", verify_alpha=args.bild_rollback, draft_stop_below=args.bild_fallback),
@@ -143,6 +146,8 @@ def run_method(bundle: ModelBundle, prompt: object, prompt_ids: list[int], label
     """One timed run of one method on one prompt (`variants`: the bundle with each other drafter setting)."""
     if isinstance(method, WithDrafter):
         bundle, method = (variants or {})[method.quant], method.method
+    if isinstance(method, LlamaCall):
+        return Row(label, name, "-", *method.run(prompt_ids))
     if isinstance(method, HfCall):
         new = method.max_new_tokens
         if method.kind == "greedy":

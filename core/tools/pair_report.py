@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from core.analysis.metrics import summarize
 from core.tools.bench_rows import Row
+from core.tools.llama_anchor import LLAMA
 from core.tools.pair_bench import HF_ASSISTED, HF_ASSISTED_FIXED, HF_GREEDY, PLAIN, SD
 
 HEADER = (f"{'prompt':10}{'method':21}{'tok/s':>7}{'x plain':>8}{'x HF gr.':>9}{'rej.':>6}{'acc.len':>8}"
@@ -140,6 +141,9 @@ def target_lines(rows: list[Row], stats: dict[str, MethodStats]) -> list[str]:
     if plain is not None:
         lines.append(f"  our plain vs HF greedy >= 1.0x: {_fmt(plain.x_greedy, '.3f', 0)}x -> "
                      f"{_verdict(plain.x_greedy, 1.0)}")
+    if LLAMA in stats:  # issue 43: within reach of llama.cpp on the same weights (its own, quantised)
+        value = per_prompt_ratio(rows, PLAIN, LLAMA)
+        lines.append(f"  our plain vs {LLAMA} on the GGUF >= 0.5x: {_fmt(value, '.3f', 0)}x -> {_verdict(value, 0.5)}")
     for name in (n for n in stats if n == SD or n.startswith(SD + " [")):
         anchors = [_same_drafter(name, HF_ASSISTED)] + ([HF_ASSISTED_FIXED] if name == SD else [])
         for anchor in (a for a in anchors if a in stats):
