@@ -54,6 +54,7 @@ class Fit:
     config: DecodeConfig
     speedup: float  # classic SD's expected speed-up at the chosen draft length (1.0 for plain)
     note: str
+    gamma: int = 0  # the fastest draft length here, also where plain decoding was chosen (a comparison runs it)
 
 
 def _pass_seconds(model: torch.nn.Module, context: torch.Tensor, tokens: int, repeats: int) -> float:
@@ -87,7 +88,7 @@ def measure(bundle: ModelBundle, gammas: range, repeats: int = 3) -> PassCosts:
 def fit(config: DecodeConfig, costs: PassCosts, acceptance: float = TYPICAL_ACCEPTANCE) -> Fit:
     """The draft length up to `config.gamma` fastest here, or plain decoding where none beats it."""
     if config.mode == "plain" or config.drafter != "model":
-        return Fit(config, 1.0, "")
+        return Fit(config, 1.0, "", config.gamma)
     best = max(range(1, config.gamma + 1), key=lambda g: costs.speedup(g, acceptance))
     speedup = costs.speedup(best, acceptance)
     ratio = costs.draft_token / costs.verify[1]
@@ -96,14 +97,14 @@ def fit(config: DecodeConfig, costs: PassCosts, acceptance: float = TYPICAL_ACCE
     if speedup < 1.0:
         return Fit(config.with_(mode="plain"), 1.0,
                    f"drafting does not pay on this machine ({measured}; at {acceptance:.0%} of drafts kept the best "
-                   f"draft length gives {speedup:.2f}x plain): decoding plainly")
+                   f"draft length gives {speedup:.2f}x plain): decoding plainly", best)
     change = f"draft length {best} instead of {config.gamma}" if best != config.gamma else f"draft length {best}"
     expected = f"expected {speedup:.2f}x plain for classic SD at {acceptance:.0%} of drafts kept"
-    return Fit(config.with_(gamma=best), speedup, f"{change}, {expected} ({measured})")
+    return Fit(config.with_(gamma=best), speedup, f"{change}, {expected} ({measured})", best)
 
 
 def fit_to_machine(bundle: ModelBundle, config: DecodeConfig, acceptance: float = TYPICAL_ACCEPTANCE) -> Fit:
     """`fit` after timing this bundle's passes (a few seconds at most; once per loaded pair is enough)."""
     if config.mode == "plain" or config.drafter != "model" or bundle.drafter is None:
-        return Fit(config, 1.0, "")
+        return Fit(config, 1.0, "", config.gamma)
     return fit(config, measure(bundle, range(1, config.gamma + 1)), acceptance)

@@ -34,7 +34,7 @@ from core.models.prompting import encode_prompt
 from core.tools.bench_report import HEADER, call_shape, explanations, format_row, summary
 from core.tools.bench_rows import SAME_DRAFTS, Row, lookup_config, run_prompt
 from core.tools.llama_anchor import LlamaCall, table_anchor
-from core.tools.pair_bench import PAIRS, HfCall, Method, WithDrafter, methods, run_method, run_pair_prompt
+from core.tools.pair_bench import PAIRS, HfCall, Method, WithDrafter, fit_pair, methods, run_method, run_pair_prompt
 from core.tools.pair_report import HEADER as PAIR_HEADER
 from core.tools.pair_report import row_line, summary_lines
 from core.tools.profile import machine_description, measure_profile, versions
@@ -43,7 +43,6 @@ from examples import ExamplePrompt, load_prompts
 
 def default_families() -> str:
     from examples import FAMILIES
-
     return "grounded" if "grounded" in FAMILIES else "summarisation,code"
 
 
@@ -54,7 +53,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--drafter-quant", help="the drafter's setting (core.models.drafter_quant: none, int8, int4, "
                    "int4+vocab, ...; default: the pair preset's recommended one, else none)")
     p.add_argument("--pair", choices=sorted(PAIRS), help="the paper's table on a real pair (core/tools/pair_bench.py): "
-                   "code and math prompts, bf16, HF greedy / assisted / lookup, plain, SD, VIA-SD, BiLD, cascade")
+                   "code and math prompts, this CPU's recommended precision, HF greedy / assisted / lookup, plain, SD, "
+                   "VIA-SD, BiLD, cascade")
     p.add_argument("--verifier-quant", help="the verifier's precision (core.models.verifier_quant: none, int8, auto; "
                    "default: this CPU's recommendation for the pair, else none)")
     p.add_argument("--gguf", help="the GGUF llama.cpp decodes in its row (default: an embedded verifier's own, "
@@ -103,7 +103,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     if args.pair:
         args.model = args.model or PAIRS[args.pair][0]
         args.drafter_model = args.drafter_model or PAIRS[args.pair][1]
-        args.dtype = args.dtype or "bfloat16"
+        args.fit = args.gamma is None and args.via_gamma is None  # then fitted to this machine (pair_bench.fit_pair)
         args.gamma = args.gamma or preset(args.pair).gamma
     elif args.per_family is None:
         args.per_family = 12
@@ -146,11 +146,13 @@ def main_pair(args: argparse.Namespace, bundle: ModelBundle, costs: CostModel) -
     """The paper's table on a real pair (core/tools/pair_bench.py runs it, core/tools/pair_report.py prints it)."""
     prompts = pair_prompts(args)
     anchor, no_llama = table_anchor(args, bundle, prompts)
+    print(fit_pair(args, bundle))
     table = methods(args, args.pair, anchor)
     variants = drafter_variants(bundle, args.drafter_quants)
     device = bundle.verifier.device
     start = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    print(f"{start}; {args.model} verified, {bundle.drafter.label} drafting (other drafters: "
+    print(f"{start}; {args.model} verified, {bundle.drafter.label} in {dtype_name(bundle.drafter.dtype)} drafting "
+          "(other drafters: "
           f"{', '.join(v.drafter.label for v in variants.values()) or 'none'}), on {machine_description(device)}; "
           f"{dtype_name(bundle.verifier.dtype)}, verifier {bundle.verifier.verifier_quant}; CPU class "
           f"{cpu_class(device)}; CPU bf16 instructions: {cpu_bf16()}; "

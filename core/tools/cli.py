@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{config_origin(args)}", file=sys.stderr)
         if preset_name(args) and args.gamma is None and config.drafter == "model":  # the recommended setting, fitted
             fitted = fit_to_machine(bundle, config)  # to this machine's measured passes (core.analysis.drafting_pays)
-            config = fitted.config if args.mode != "all" else config.with_(gamma=fitted.config.gamma)
+            config = fitted.config if args.mode != "all" else config.with_(gamma=fitted.gamma)
             print(f"fitted to this machine: {fitted.note}" + (" (--mode all still runs sd and via to compare)"
                                                              if args.mode == "all" and fitted.config.mode == "plain"
                                                              else ""), file=sys.stderr)

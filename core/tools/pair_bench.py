@@ -19,6 +19,7 @@ import argparse
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from core.analysis.drafting_pays import fit_to_machine
 from core.analysis.hf_baselines import hf_assisted, hf_generate, reader_fidelity
 from core.config import DRAFTERS, DecodeConfig, preset
 from core.decoding.cost import CostModel
@@ -90,6 +91,17 @@ def via_config(args: argparse.Namespace, name: str) -> DecodeConfig:
     if args.via_gamma is not None:
         base = base.with_(gamma=args.via_gamma)
     return base.with_(max_new_tokens=args.max_new_tokens).validate()
+
+
+def fit_pair(args: argparse.Namespace, bundle: ModelBundle) -> str:
+    """With no draft length given, classic SD and VIA-SD run at the draft length fitted to this machine's measured
+    passes (core.analysis.drafting_pays, as `python -m core --preset` does); the line saying what was chosen."""
+    if not getattr(args, "fit", False):
+        return f"draft length {args.gamma} (classic SD), {args.via_gamma or preset(args.pair).gamma} (VIA-SD), as given"
+    fitted = fit_to_machine(bundle, via_config(args, args.pair))
+    args.gamma = args.via_gamma = fitted.gamma
+    return f"fitted to this machine: {fitted.note}" + (" (SD and VIA-SD still run, to compare)"
+                                                      if fitted.config.mode == "plain" else "")
 
 
 def lead_configs(via: DecodeConfig, gamma: int) -> dict[str, DecodeConfig]:

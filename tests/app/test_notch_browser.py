@@ -84,7 +84,7 @@ def test_the_app_opens_on_the_recorded_pair_sweep(page, opening) -> None:
     line = page.inner_text("#viasd-notch")
     meta = opening.recorded
     assert meta["recorded"] in line and "qwen2.5-coder-1.5b-instruct verifying" in line
-    from app.views.page_grid import live_change
+    from app.views.recording_line import live_change
 
     assert meta["dtype"] in line and live_change(meta) in line  # "nothing else" only where the precision matches
 

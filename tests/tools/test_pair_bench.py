@@ -34,7 +34,19 @@ def rows(args):
 def test_the_pair_defaults(args):
     assert args.model == "embedded:qwen2.5-coder-1.5b-instruct"
     assert args.drafter_model == "embedded:qwen2.5-coder-0.5b-instruct"
-    assert args.dtype == "bfloat16" and args.per_family is None
+    assert args.dtype is None and args.per_family is None, "this machine's recommended precision (precision.recommend)"
+    assert not args.fit and parse(["--pair", "qwen2.5-coder"]).fit, "no draft length given: fitted to this machine"
+
+
+def test_with_no_draft_length_given_sd_and_via_sd_run_the_one_fitted_to_this_machine():
+    from core.tools.pair_bench import fit_pair
+
+    bundle = tiny_bundle("llama", layers=4, drafter_layers=2)
+    fitted = parse(["--pair", "qwen2.5-coder"])
+    line = fit_pair(fitted, bundle)
+    assert line.startswith("fitted to this machine") and 1 <= fitted.gamma == fitted.via_gamma <= 6
+    given = parse(["--pair", "qwen2.5-coder", "--gamma", "3"])
+    assert fit_pair(given, bundle).endswith("as given") and given.gamma == 3
 
 
 def test_every_row_runs_once_in_table_order(rows):
