@@ -56,8 +56,6 @@ class DrafterQuant:
             raise ModelLoadError(f"unknown drafter quantisation {shown(spec)!r}: use {', '.join(DRAFTER_QUANTS)} "
                                  "(or WEIGHTS+vocabN, e.g. int4+vocab16384)")
         top = int(found.group(3)) if found.group(3) else VOCAB_TOP if found.group(2) else None
-        if top is not None and found.group(1) == "w8a8":
-            raise ModelLoadError("w8a8 takes no restricted head: use w8a8, or int8+vocab / int4+vocab")
         if top is not None and top < 8:
             raise ModelLoadError(f"a restricted head needs at least 8 static rows, not {top} (e.g. int4, int8 or "
                                  "int4+vocab16384)")
@@ -86,8 +84,10 @@ def supported(device: torch.device, dtype: torch.dtype) -> list[str]:
 
 def kernel_problem(quant: DrafterQuant, device: torch.device, dtype: torch.dtype) -> str | None:
     """Why `quant` cannot run here (None: it can). A restricted head gathers int8 rows, so it needs int8 too."""
-    if quant.weights == "w8a8":
-        return None if device.type == "cpu" else f"w8a8 runs on a CPU (fbgemm), not on {device.type}"
+    if quant.weights == "w8a8" and device.type != "cpu":
+        return f"w8a8 runs on a CPU (fbgemm), not on {device.type}"
+    if quant.weights == "w8a8" and quant.vocab_top is None:
+        return None
     needed = {quant.bits} | ({8} if quant.vocab_top is not None and quant.bits is not None else set())
     for bits in sorted(b for b in needed if b is not None):
         problem = kernel_error(bits, device, dtype)
@@ -137,7 +137,10 @@ def _restricted(model: nn.Module, head: nn.Linear, quant: DrafterQuant, special:
         rows.weight.copy_(head.weight.detach().index_select(0, ids.to(head.weight.device)))
     full = _quantised(head, 8 if quant.bits is not None else None)  # gathered per pass: unquantised or int8
     fallback = _quantised(head, 4) if quant.bits == 4 else None  # an unsure row reads 68 MB, not 136 (the 0.5B)
-    return RestrictedHead(full, _quantised(rows, quant.bits), ids.to(head.weight.device), vocab, fallback=fallback)
+    static = _quantised(rows, quant.bits)
+    if quant.weights == "w8a8":  # integer products for the static rows and the unsure ones; gathers stay int8
+        static, fallback = PerTokenInt8Linear(rows), PerTokenInt8Linear(head)
+    return RestrictedHead(full, static, ids.to(head.weight.device), vocab, fallback=fallback)
 
 
 def quantise(model: nn.Module, quant: DrafterQuant, special: set[int]) -> nn.Module:

@@ -44,7 +44,7 @@ def test_settings_parse_to_one_spelling_and_bad_ones_fail_with_one_line():
     assert DrafterQuant.parse("int8+vocab4096").name == "int8+vocab4096"
     for name in DRAFTER_QUANTS:
         assert DrafterQuant.parse(name).name == name
-    for bad in ("int3", "fp8", "int4+vocab2", 7, "int4 vocab", "w8a8+vocab"):
+    for bad in ("int3", "fp8", "int4+vocab2", 7, "int4 vocab"):
         with pytest.raises(ModelLoadError) as err:
             DrafterQuant.parse(bad)
         assert "\n" not in str(err.value) and "int8" in str(err.value)
@@ -133,7 +133,7 @@ def _quantised_bundle(verifier, spec):
     return ModelBundle(verifier=verifier, drafter=quantise_drafter(drafter, spec))
 
 
-@pytest.mark.parametrize("spec", ["int8", "int4", "int8+vocab16", "int4+vocab16", "w8a8"])
+@pytest.mark.parametrize("spec", ["int8", "int4", "int8+vocab16", "int4+vocab16", "w8a8", "w8a8+vocab16"])
 def test_a_quantised_drafter_leaves_greedy_output_exact(verifier, plain, spec):
     bundle = _quantised_bundle(verifier, spec)
     base = DecodeConfig(drafter="model", gamma=4, max_new_tokens=40, chat_template=False)
