@@ -67,6 +67,9 @@ CSS = """
 .viasd-headline .stat.fidelity {border-color: #009E73;}
 .viasd-headline .label {font-size: 0.85rem; color: var(--viasd-muted);}
 .viasd-headline .value {font-size: 1.45rem; font-weight: 700; font-variant-numeric: tabular-nums;}
+.viasd-headline .line {display: flex; align-items: baseline; gap: 0.45rem; white-space: nowrap; overflow: hidden;}
+.viasd-headline .here {font-size: 0.9rem; font-weight: 600; color: var(--viasd-muted); overflow: hidden;
+  text-overflow: ellipsis; cursor: help;}  /* the measured speed-up beside the modelled one, on its line */
 .viasd-headline .partial {grid-column: 1 / -1; font-weight: 700; height: 1.5rem; line-height: 1.5rem;
   white-space: nowrap; overflow: hidden; text-overflow: ellipsis;}
 .viasd-cards {display: grid; grid-template-columns: repeat(auto-fit, minmax(15rem, 1fr)); gap: 0.8rem;}
