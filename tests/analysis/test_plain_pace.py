@@ -82,3 +82,23 @@ def test_why_names_the_verification_size_and_what_the_model_assumes(bundle) -> N
     calm = dataclasses.replace(measured, passes=())
     assert slower_because(run, calm) == "the run's passes cost more here than the model assumes"
     assert not Measured(1.2, 0.1, measured.pace, ()).contradicts
+
+
+def test_the_cli_prints_the_measured_speed_up_from_a_probe_and_says_when_the_model_is_contradicted(
+        bundle, monkeypatch) -> None:
+    from core.analysis.metrics import summarize
+    from core.analysis.plain_pace import PLAIN_PACES
+    from core.tools.cli import measured_line
+
+    PLAIN_PACES.clear()
+    run = generate(bundle, PROMPT, VIA, replay=False)
+    line = measured_line(bundle, run)  # no plain pace in this process yet: a probe times one
+    assert line.startswith("measured speed-up vs plain: ") and "4-token plain probe on this prompt" in line
+    assert "--mode all" in line
+    PLAIN_PACES.put(run.models, Pace(1e-9, 5, "a plain run"))  # plain far faster than this run, by construction
+    slow = measured_line(bundle, run)
+    assert "measured speed-up vs plain: 0.00x" in slow
+    assert ("slower than plain here: a " in slow) == (summarize(run)["modelled_speedup"] > 1.0)
+    monkeypatch.setattr("core.tools.cli.summarize", lambda trace: {**summarize(trace), "modelled_speedup": 2.04})
+    assert "modelled 2.04x but slower than plain here: a " in measured_line(bundle, run)
+    PLAIN_PACES.clear()
