@@ -44,19 +44,19 @@ def measured_tag(trace: Trace | None, measured: Measured | None, recorded: bool 
         return ""
     if recorded:
         return ('<span class="here" data-replayed="1" title="A recorded run: its clock was the recording machine\'s '
-                '(the status line gives its speed). Run it live to measure the speed-up here.">measured: '
+                '(the status line gives its speed). Run it live to measure the speed-up here.">measured<br>'
                 'recorded</span>')
     if measured is not None:
         pace = measured.pace
-        tip = (f"Measured on this machine: this run {1 / measured.run_s_per_token:.1f} tokens/s, plain decoding "
-               f"{1 / pace.seconds_per_token:.1f} tokens/s (from {pace.source}), both after the prompt's pass.")
+        tip = (f"Measured on this machine: this run {1 / measured.run_s_per_token:.2f} tokens/s after its prompt's "
+               f"pass, plain decoding {1 / pace.seconds_per_token:.2f} tokens/s (from {pace.source}).")
         return (f'<span class="here" data-metric="measured_speedup" title="{html.escape(tip)}">'
-                f'measured {measured.speedup:.2f}×</span>')
+                f'measured<br>{measured.speedup:.2f}×</span>')
     if timing_complete(trace):
         return ('<span class="here" title="Every pass ran here; plain decoding\'s pace on this machine is not '
-                'known yet.">measured …</span>')
+                'known yet.">measured<br>…</span>')
     tip = f"Measured speed-up not available for replayed passes: {passes_ran(trace)}. Run it live to measure."
-    return f'<span class="here" data-replayed="1" title="{html.escape(tip)}">measured: replayed</span>'
+    return f'<span class="here" data-replayed="1" title="{html.escape(tip)}">measured<br>replayed</span>'
 
 
 def contradiction(metrics: dict, trace: Trace | None, measured: Measured | None) -> str:
