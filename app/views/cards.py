@@ -63,8 +63,8 @@ def contradiction(metrics: dict, trace: Trace | None, measured: Measured | None)
     """The sentence for a modelled gain the clock did not show, with why from the run's own passes ("" otherwise)."""
     if trace is None or measured is None or not metrics.get("modelled_speedup", 0) > 1.0 or not measured.contradicts:
         return ""
-    return (f"⚠ Modelled {speed_text(metrics['modelled_speedup'])} on an accelerator, but {measured.speedup:.2f}× "
-            f"here, slower than plain: {slower_because(trace, measured)}.")
+    return (f"⚠ Slower than plain here ({measured.speedup:.2f}×), though modelled "
+            f"{speed_text(metrics['modelled_speedup'])} on an accelerator: {slower_because(trace, measured)}.")
 
 
 def headline_values(metrics: dict) -> tuple[str, str, str, str]:
