@@ -18,6 +18,7 @@ from collections import OrderedDict
 
 from core import attach_fidelity
 from core.analysis.fast_reference import classic_sd_twin, exact_arithmetic, exact_reference
+from core.analysis.plain_pace import PLAIN_PACES, Pace
 from core.analysis.textdiff import word_diff
 from core.models.loading import ModelBundle
 from core.trace import Fidelity, Trace
@@ -35,7 +36,6 @@ class FidelityCache:
         self._reference: OrderedDict[tuple, list[int]] = OrderedDict()
         self.max_entries = max_entries
         self.hits = 0
-        self._plain: dict[tuple, float] = {}  # (verifier, dtype) -> plain tokens/s, from the last reference decode
         self._twins: OrderedDict[tuple, list[int]] = OrderedDict()  # answer key -> classic SD's tokens (bf16)
 
     @staticmethod
@@ -75,9 +75,9 @@ class FidelityCache:
             seconds = time.perf_counter() - started
             reference = found.tokens
             self._remember(self._reference, answer, reference)
-            if found.plain and reference and seconds > 0:  # decoded plainly, every pass run: plain's own speed
-                with self._lock:
-                    self._plain[answer[:2]] = len(reference) / seconds
+            if found.plain and reference and seconds > 0:  # decoded plainly, every pass run: plain's own pace
+                PLAIN_PACES.put(trace.models, Pace(seconds / len(reference), len(reference),
+                                                   "the plain reference decode, its prompt's pass included"))
         fidelity = attach_fidelity(bundle, trace, reference, expectations=expectations_for(trace.prompt))
         with self._lock:
             twin = self._twins.get(self._twin_key(answer, trace))
@@ -106,12 +106,6 @@ class FidelityCache:
         self._remember(self._twins, self._twin_key(answer, trace), twin)
         attach_fidelity(bundle, trace, twin, expectations=expectations_for(trace.prompt)).against = "classic SD"
         return True
-
-    def plain_speed(self, trace: Trace) -> float | None:
-        """Plain decoding's tokens/s on this machine for the trace's verifier (its last reference decode)."""
-        info = trace.models
-        with self._lock:
-            return self._plain.get((info.get("verifier"), f"torch.{info.get('dtype')}"))
 
     def __len__(self) -> int:
         """Answers and references held (each table is bounded by `max_entries`)."""

@@ -11,15 +11,15 @@ import json
 from typing import Any
 
 from app.exports import export_files
-from app.fidelity_cache import FIDELITY
 from app.grids import GRIDS, RunGrid, models_of
 from app.prefetch import tier_shares
 from app.settings import Settings
 from app.views import cards, charts, render
 from app.views.insight import insight_updates, prediction_markdown
-from app.views.numbers import plural
+from app.views.numbers import passes_ran, plural
 from app.views.sensitivity import effect_line, same_run, shares_line
 from core import summarize
+from core.analysis.plain_pace import PLAIN_PACES
 from core.sweeps.grid import Point, in_order
 from core.trace import Trace
 
@@ -40,7 +40,7 @@ def timing_words(trace: Trace, recorded: dict | None = None) -> str:
         return "measured wall clock"
     if not ran:
         return "replayed from the memo (no pass ran, so no wall clock)"
-    return f"{ran} of {len(calls)} passes ran here, the rest replayed (wall clock covers those {ran})"
+    return f"{passes_ran(trace)} (wall clock covers those {ran})"
 
 
 def status_line(trace: Trace, phase: str, recorded: dict | None = None) -> str:
@@ -60,8 +60,8 @@ def plain_speed(trace: Trace, recorded: dict | None = None) -> tuple[float, str]
         if plain.get("wall_s"):
             return plain["tokens"] / plain["wall_s"], "the recorded sweep's plain reference run"
         return None
-    found = FIDELITY.plain_speed(trace)
-    return (found, "the fidelity reference's plain decode, this process") if found else None
+    pace = PLAIN_PACES.get(trace.models)
+    return (1 / pace.seconds_per_token, f"{pace.source}, this process") if pace else None
 
 
 def text_update(trace: Trace, phase: str, recorded: dict | None = None) -> Update:
@@ -71,7 +71,9 @@ def text_update(trace: Trace, phase: str, recorded: dict | None = None) -> Updat
             "legend": render.legend_html(trace),
             "metrics": cards.metrics_html(metrics, trace, plain_speed(trace, recorded)),
             "metrics_json": json.loads(json.dumps(metrics, default=str)), "trace": trace,
-            "headline": cards.headline_html(metrics, trace), "effect": effect_line(trace)}
+            "headline": cards.headline_html(metrics, trace, measured=cards.measured_here(trace, recorded),
+                                           recorded=recorded is not None),
+            "effect": effect_line(trace)}
 
 
 def prediction(trace: Trace | None, reliability: object, tau_accept: float, tau_slim: float) -> str:

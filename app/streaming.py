@@ -30,6 +30,7 @@ from app.views import cards, render
 from app.views.insight import measure_reliability
 from app.views.page_grid import FEED
 from core import iter_generate, summarize
+from core.analysis.plain_pace import PLAIN_PACES, PROBE_TOKENS, decode_pace, probe
 from core.limits import RUN_TIME_BUDGET_S
 from core.trace import Trace
 
@@ -170,6 +171,7 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "", prev
         if trace is None:
             return
         stopped = trace.partial
+        PLAIN_PACES.note(trace)  # a plain run every pass of which ran here: plain's pace for the runs after it
         if stopped:
             phase = f"Stopped early: partial result ({trace.stop_reason})"
         elif not phase:
@@ -181,6 +183,10 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "", prev
                 yield {**text_update(trace, phase), "status": status_line(trace, phase) + " · decoding the full "
                        "model's plain answer (to split numerics from tiers)…"}
             FIDELITY.attach(bundle, trace)
+            if previous is None and _needs_plain_pace(trace):  # the measured speed-up needs plain's pace here
+                yield {**text_update(trace, phase), "status": status_line(trace, phase) + f" · timing {PROBE_TOKENS} "
+                       "plain passes for the measured speed-up…"}
+                probe(bundle, trace)
             if previous is None:  # words differing on screen as soon as it exists, before reliability's pass
                 yield {**text_update(trace, phase), "status": status_line(trace, phase) + " · measuring reliability…"}
                 reliability = measure_reliability(bundle, trace, config)
@@ -201,6 +207,12 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "", prev
     yield final
     if grid is not None:  # after the last update, so the figures are not sent while it computes
         PREFETCHER.schedule(bundle, grid)
+
+
+def _needs_plain_pace(trace: Trace) -> bool:
+    """A drafting run whose every pass ran here, on a bundle whose plain pace is not known yet."""
+    return (trace.config.mode != "plain" and PLAIN_PACES.get(trace.models) is None
+            and decode_pace(trace) is not None)
 
 
 def drain(updates: Iterator[Update], on_update: Callable[[Update], None] | None = None) -> Update:

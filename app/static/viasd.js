@@ -75,8 +75,11 @@
     return `<div id="viasd-tokens" class="viasd-tokens" data-tokens="${t.length}" data-pending="0" ` +
       `data-stop="${p.stop}">${spans.join("")}</div>`;
   };
-  V.headlineHtml = (p, row, classes) => fill(V.grid.tpl.headline, {speed: p.v[0], rejected: p.v[1], words: p.v[2],
-    note: esc(row || ""), row: row ? esc(row) : "&nbsp;", classes: classes ? ` ${classes}` : ""});
+  V.headlineHtml = (p, row, classes) => {  // the point's own row (a contradicted speed-up) unless one is given
+    const r = row === undefined ? p.r || "" : row;
+    return fill(V.grid.tpl.headline, {speed: p.v[0], rejected: p.v[1], words: p.v[2], here: p.h || "",
+      note: esc(r), row: r ? esc(r) : "&nbsp;", classes: classes ? ` ${classes}` : ""});
+  };
   V.legendHtml = (p) => {
     const values = {standing: p.c[p.c.length - 2], cut: p.c[p.c.length - 1]};
     p.c.slice(0, -2).forEach((n, i) => { values[`c${i}`] = n; });

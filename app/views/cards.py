@@ -10,22 +10,61 @@ from __future__ import annotations
 import html
 
 from app.views import words
-from app.views.numbers import Headline, headline, plural, speed_text
+from app.views.numbers import Headline, headline, passes_ran, plural, speed_text
 from core.analysis.fidelity import numerics_split
+from core.analysis.plain_pace import PLAIN_PACES, Measured, measured_speedup_here, slower_because, timing_complete
 from core.trace import Trace
 from core.vocabulary import Outcome
 
-__all__ = ["headline_from", "headline_html", "headline_values", "metrics_html", "speed_text"]
+__all__ = ["contradiction", "headline_from", "headline_html", "headline_values", "measured_here", "measured_tag",
+           "metrics_html", "speed_text"]
 
 
 def _label(metric: str) -> str:
     return html.escape(words.metric_label(metric))
 
 
-def _stat(kind: str, metric: str, value: str) -> str:
+def _stat(kind: str, metric: str, value: str, beside: str = "") -> str:
     return (f'<div class="stat {kind}" title="{html.escape(words.meaning("metric", metric))}">'
-            f'<div class="label">{_label(metric)}</div>'
-            f'<div class="value" data-metric="{metric}">{value}</div></div>')
+            f'<div class="label">{_label(metric)}</div><div class="line">'
+            f'<div class="value" data-metric="{metric}">{value}</div>{beside}</div></div>')
+
+
+def measured_here(trace: Trace, recorded: dict | None = None) -> Measured | None:
+    """The run's measured speed-up over plain decoding on this machine (core.analysis.plain_pace); None for a
+    recorded run (its clock was another machine's) or where plain's pace or a pass's wall time is missing."""
+    return None if recorded is not None else measured_speedup_here(trace, PLAIN_PACES.get(trace.models))
+
+
+def measured_tag(trace: Trace | None, measured: Measured | None, recorded: bool = False) -> str:
+    """What the clock says beside the modelled speed-up: the measured speed-up over plain decoding here, "…" while
+    plain's pace here is not known yet, that a recorded run's clock was another machine's, or that replayed passes
+    have no wall clock; "" with no finished run."""
+    if trace is None or not trace.rounds:
+        return ""
+    if recorded:
+        return ('<span class="here" data-replayed="1" title="A recorded run: its clock was the recording machine\'s '
+                '(the status line gives its speed). Run it live to measure the speed-up here.">measured<br>'
+                'recorded</span>')
+    if measured is not None:
+        pace = measured.pace
+        tip = (f"Measured on this machine: this run {1 / measured.run_s_per_token:.2f} tokens/s after its prompt's "
+               f"pass, plain decoding {1 / pace.seconds_per_token:.2f} tokens/s (from {pace.source}).")
+        return (f'<span class="here" data-metric="measured_speedup" title="{html.escape(tip)}">'
+                f'measured<br>{measured.speedup:.2f}×</span>')
+    if timing_complete(trace):
+        return ('<span class="here" title="Every pass ran here; plain decoding\'s pace on this machine is not '
+                'known yet.">measured<br>…</span>')
+    tip = f"Measured speed-up not available for replayed passes: {passes_ran(trace)}. Run it live to measure."
+    return f'<span class="here" data-replayed="1" title="{html.escape(tip)}">measured<br>replayed</span>'
+
+
+def contradiction(metrics: dict, trace: Trace | None, measured: Measured | None) -> str:
+    """The sentence for a modelled gain the clock did not show, with why from the run's own passes ("" otherwise)."""
+    if trace is None or measured is None or not metrics.get("modelled_speedup", 0) > 1.0 or not measured.contradicts:
+        return ""
+    return (f"⚠ Slower than plain here ({measured.speedup:.2f}×), though modelled "
+            f"{speed_text(metrics['modelled_speedup'])} on an accelerator: {slower_because(trace, measured)}.")
 
 
 def headline_values(metrics: dict) -> tuple[str, str, str, str]:
@@ -42,23 +81,30 @@ def headline_values(metrics: dict) -> tuple[str, str, str, str]:
     return speed_text(metrics["modelled_speedup"]), f'{metrics["rejection_rate"]:.0%}', fidelity, metric
 
 
-def headline_from(values: tuple[str, str, str, str], row: str = "", classes: str = "") -> str:
+def headline_from(values: tuple[str, str, str, str], row: str = "", classes: str = "", here: str = "") -> str:
     """The headline from its shown values (`headline_values`); `row` is the one-line row under the numbers (already
-    HTML: a run's progress, a partial result's note), `classes` mark the whole headline ("ghost": not this point's)."""
+    HTML: a run's progress, a partial result's note), `classes` mark the whole headline ("ghost": not this point's),
+    `here` is what the clock says beside the modelled speed-up (`measured_tag`)."""
     speed, rejected, fidelity, metric = values
-    body = (_stat("modelled", "modelled_speedup", speed) + _stat("", "rejection_rate", rejected)
+    body = (_stat("modelled", "modelled_speedup", speed, here) + _stat("", "rejection_rate", rejected)
             + _stat("fidelity", metric, fidelity) + (row or '<div class="partial" title="">&nbsp;</div>'))
     return f'<div class="{" ".join(("viasd-headline", classes)).strip()}" id="viasd-headline">{body}</div>'
 
 
-def headline_html(metrics: dict, trace: Trace | None = None, progress: str = "") -> str:
-    """Three numbers beside the sliders: modelled speed-up, drafts rejected, words differing."""
+def headline_html(metrics: dict, trace: Trace | None = None, progress: str = "",
+                  measured: Measured | None = None, recorded: bool = False) -> str:
+    """Three numbers beside the sliders: modelled speed-up (the measured one beside it, `measured_tag`), drafts
+    rejected, words differing; under them one line: a run's progress, a partial result's note, or a modelled gain
+    the clock contradicts (`contradiction`)."""
+    said = contradiction(metrics, trace, measured)
     if trace is not None and trace.partial:
         row = (f'<div class="partial" data-partial="1">⏸ Partial result: stopped after {len(trace.tokens)} '
                f'tokens ({html.escape(words.name("stop", trace.stop_reason))}); numbers cover those tokens only.</div>')
+    elif said and not progress:  # as the page draws a point's row (app/static/viasd.js `headlineHtml`)
+        row = f'<div class="partial" title="{html.escape(said)}">{html.escape(said)}</div>'
     else:  # the row is always there (one line, empty until a run streams), so the sliders below never move
         row = f'<div class="partial" title="{html.escape(progress)}">{html.escape(progress) or "&nbsp;"}</div>'
-    return headline_from(headline_values(metrics), row)
+    return headline_from(headline_values(metrics), row, here=measured_tag(trace, measured, recorded))
 
 
 def _row(metric: str, value: str, label: str = "") -> str:

@@ -84,6 +84,15 @@ def speed_text(speedup: float) -> str:
     return "∞ (no verifier ran)" if speedup == float("inf") else f"{speedup:.2f}×"
 
 
+def passes_ran(trace: Trace) -> str:
+    """How many of the run's passes ran here ('12 of 40 passes ran here, the rest replayed'; 'no pass ran here')."""
+    calls = [c for r in trace.rounds for c in r.calls]
+    ran = sum(not c.from_memo for c in calls)
+    if not ran:
+        return "no pass ran here, all replayed from the memo"
+    return f"{ran} of {len(calls)} passes ran here, the rest replayed"
+
+
 def plural(n: int, word: str, many: str | None = None) -> str:
     """'1 token', '3 tokens' (or `many` for irregular plurals)."""
     return f"{n} {word if n == 1 else many or word + 's'}"

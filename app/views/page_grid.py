@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from app.grids import RunGrid
 from app.views import words
-from app.views.cards import headline_from, headline_values
+from app.views.cards import contradiction, headline_from, headline_values, measured_here, measured_tag
 from app.views.insight import why_html
 from app.views.recording_line import source_line
 from app.views.render import (
@@ -119,12 +119,14 @@ class PageGrid:
         counts = Counter(t.outcome for t in trace.tokens)
         speed, rejected, fidelity, _ = headline_values(metrics)
         speedup = metrics["modelled_speedup"]
+        measured = measured_here(trace, self.grid.recorded)
         return {**self._tokens(key, trace), "stop": trace.stop_reason, "v": [speed, rejected, fidelity],
                 "n": [None if speedup == float("inf") else round(speedup, 4),
                       None if trace.fidelity is None else round(trace.fidelity.words_differing, 4),
                       round(metrics["rejection_rate"], 4)],
                 "c": [*(counts[o] for o in OUTCOMES), audit_counts(trace)[0], len(trace.rolled_back)],
-                "why": why_html(trace)}
+                "why": why_html(trace), "h": measured_tag(trace, measured, self.grid.recorded is not None),
+                "r": contradiction(metrics, trace, measured)}
 
     def _catch_up(self) -> None:
         for key, trace in self.grid.computed(len(self.order)):
@@ -139,7 +141,8 @@ class PageGrid:
 
     def templates(self) -> dict[str, str]:
         headline = headline_from((_hole("speed"), _hole("rejected"), _hole("words"), "words_differing"),
-                                 row=f'<div class="partial" title="{_hole("note")}">{_hole("row")}</div>')
+                                 row=f'<div class="partial" title="{_hole("note")}">{_hole("row")}</div>',
+                                 here=_hole("here"))
         headline = headline.replace('class="viasd-headline"', f'class="viasd-headline{_hole("classes")}"', 1)
         legend = legend_from({o: _hole(f"c{i}") for i, o in enumerate(OUTCOMES)}, _hole("standing"), _hole("cut"),
                              self.trusted)

@@ -60,13 +60,16 @@ CSS = """
 .viasd-legend .tok {border-bottom-width: 3px; padding: 0 4px; font-weight: 600;}
 .viasd-legend .tok.replaced {border-bottom-width: 5px; box-shadow: inset 0 0 0 2px var(--viasd-fg);}
 .viasd-legend .count, .viasd-cards .note {color: var(--viasd-muted); font-size: 0.9rem;}
-.viasd-headline {display: grid; grid-template-columns: repeat(3, 1fr); gap: 0.4rem;}
+.viasd-headline {display: grid; grid-template-columns: minmax(0, 1.6fr) minmax(0, 1fr) minmax(0, 1fr); gap: 0.4rem;}
 .viasd-headline .stat {border-radius: 8px; border: 2px solid var(--viasd-border); background: var(--viasd-bg);
   padding: 0.3rem 0.5rem;}
 .viasd-headline .stat.modelled {border-color: #0072B2;}
 .viasd-headline .stat.fidelity {border-color: #009E73;}
 .viasd-headline .label {font-size: 0.85rem; color: var(--viasd-muted);}
 .viasd-headline .value {font-size: 1.45rem; font-weight: 700; font-variant-numeric: tabular-nums;}
+.viasd-headline .line {display: flex; align-items: center; gap: 0.35rem; white-space: nowrap; overflow: hidden;}
+.viasd-headline .here {font-size: 0.74rem; line-height: 1.1; font-weight: 600; color: var(--viasd-muted);
+  cursor: help;}  /* the measured speed-up beside the modelled one: two short lines within the value's height */
 .viasd-headline .partial {grid-column: 1 / -1; font-weight: 700; height: 1.5rem; line-height: 1.5rem;
   white-space: nowrap; overflow: hidden; text-overflow: ellipsis;}
 .viasd-cards {display: grid; grid-template-columns: repeat(auto-fit, minmax(15rem, 1fr)); gap: 0.8rem;}

@@ -42,6 +42,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 
+import torch
+
 from core.config import DecodeConfig
 from core.decoding.adaptive import Adaptive, RoundFeedback, Waiting
 from core.decoding.cost import CostModel
@@ -238,6 +240,7 @@ def models_info(decoder: _Decoder, bundle: ModelBundle) -> dict:
         "device": str(bundle.verifier.device),
         "dtype": str(bundle.verifier.dtype).replace("torch.", ""),
         "verifier_quant": bundle.verifier.verifier_quant, "cpu_class": cpu_class(bundle.verifier.device),
+        "threads": torch.get_num_threads(),  # a CPU's pace depends on it (core.analysis.plain_pace)
     }
 
 

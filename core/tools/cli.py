@@ -11,6 +11,7 @@ from core.analysis.breakeven import explain
 from core.analysis.drafting_pays import fit_to_machine
 from core.analysis.fidelity import attach_fidelity, numerics_split
 from core.analysis.metrics import measured_speedup, summarize
+from core.analysis.plain_pace import PLAIN_PACES, decode_pace, measured_speedup_here, probe, slower_because
 from core.analysis.tradeoffs import compare
 from core.config import COPY_EVIDENCE, DRAFTERS, LOOKUP_PRESET, PRESETS, DecodeConfig, preset
 from core.decoding.cost_profiles import device_profile
@@ -19,7 +20,7 @@ from core.errors import ViaSdError
 from core.limits import MAX_NEW_TOKENS
 from core.models.catalog import WHEEL_MODELS
 from core.models.drafter_quant import DRAFTER_QUANTS
-from core.models.loading import EMBEDDED_ID, load_bundle
+from core.models.loading import EMBEDDED_ID, ModelBundle, load_bundle
 from core.models.pairs import pair_preset_for
 from core.models.precision import DTYPE_CHOICES, cpu_class, describe_precision
 from core.models.verifier_quant import VERIFIER_QUANTS
@@ -176,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
         print("words differing from plain greedy, split: " + "; ".join(splits))
     label = next(iter(traces.values())).cost_label if traces else ""
     print(f"\nmeasured = wall clock on this machine; modelled = the cost profile {label} (core/decoding/cost.py)")
+    if args.mode in ("sd", "via"):
+        print(measured_line(bundle, traces[args.mode]))
     print(why_lines(traces))
     if args.json:
         with open(args.json, "w") as handle:
@@ -233,6 +236,24 @@ def build_config(args: argparse.Namespace) -> DecodeConfig:
         mode="via" if args.mode == "all" else args.mode, drafter="model" if args.drafter_model else base.drafter,
         draft_signal=args.signal, slim_signal=args.signal, temperature=args.temperature, top_p=args.top_p,
         seed=args.seed, chat_template=not args.no_chat_template).validate()
+
+
+def measured_line(bundle: ModelBundle, trace: Trace) -> str:
+    """A single-mode run's measured speed-up over plain decoding here: plain's pace from this process's record, else
+    from a short timed probe on the same prompt (core.analysis.plain_pace); --mode all times plain over the answer."""
+    pace = PLAIN_PACES.get(trace.models)
+    if pace is None and decode_pace(trace) is not None:
+        pace, _ = probe(bundle, trace)
+    measured = measured_speedup_here(trace, pace)
+    if measured is None:
+        return ("measured speed-up vs plain: not measured (too few rounds to time after the prompt's pass); "
+                "--mode all runs plain beside it")
+    line = (f"measured speed-up vs plain: {measured.speedup:.2f}x (after the prompt's pass; plain's pace from "
+            f"{pace.source}; --mode all times plain over the whole answer)")
+    modelled = summarize(trace)["modelled_speedup"]
+    if modelled > 1.0 and measured.contradicts:
+        line += f"\n  modelled {modelled:.2f}x but slower than plain here: {slower_because(trace, measured)}"
+    return line
 
 
 def why_lines(traces: dict[str, Trace]) -> str:

@@ -104,7 +104,7 @@ def test_the_page_draws_a_point_exactly_as_the_server_does(page, opening) -> Non
         drawn = page.evaluate("(k) => { const v = window.viasd, p = v.grid.points[k]; return [v.tokensHtml(p), "
                               "v.headlineHtml(p), v.legendHtml(p), p.why]; }", key)
         assert drawn[0] == render.tokens_html(trace), key
-        assert drawn[1] == cards.headline_html(summarize(trace), trace), key
+        assert drawn[1] == cards.headline_html(summarize(trace), trace, recorded=True), key  # "measured recorded"
         assert drawn[2] == render.legend_html(trace), key
         assert drawn[3] == why_html(trace), key
 
