@@ -60,7 +60,7 @@ def test_plain_sd_and_via_decode_with_the_drafter_and_split_numerics(pair) -> No
     traces = compare(bundle, PROMPT, DecodeConfig(drafter="model", max_new_tokens=16, gamma=4, tau_accept=0.9,
                                                   tau_slim=1.0))
     assert all(len(t.tokens) == 16 for t in traces.values())
-    assert traces["sd"].models["drafter"] == QWEN_CODER_05B_ID
+    assert traces["sd"].models["drafter"].startswith(QWEN_CODER_05B_ID)  # and its setting, e.g. "(int4 weights)"
     sd = traces["sd"].fidelity
     assert traces["via"].fidelity.numerics_words == pytest.approx(sd.words_differing)
     if bundle.verifier.dtype == torch.float32:
