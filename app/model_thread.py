@@ -21,7 +21,7 @@ import functools
 import inspect
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 NAME = "viasd-model"
@@ -44,13 +44,26 @@ of slider releases cannot take every worker thread)."""
 def on_model_thread(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """`call(*args, **kwargs)` on the model thread, in the caller's context (Gradio's progress bar and warnings
     read context variables); directly when already there (a model event calling another would wait on itself)."""
-    if _on_model_thread_now():
+    if on_model_thread_now():
         return call(*args, **kwargs)
     context = contextvars.copy_context()
     return _EXECUTOR.submit(context.run, call, *args, **kwargs).result()
 
 
-def _on_model_thread_now() -> bool:
+def in_background(call: Callable[..., T], *args: Any) -> Future:
+    """`call(*args)` on the model thread, queued behind whatever runs there: the prefetcher's points run where the
+    model events' OpenMP team lives. A second thread running torch gets a team of its own, and on 2 cores the two
+    teams' workers outnumber the CPUs, so OpenMP stops spinning and every parallel region waits on a wake-up: a
+    τ_accept line took 12.7 s there against 9.8 s on one thread (docs/benchmarks.md)."""
+    return _EXECUTOR.submit(call, *args)
+
+
+def model_wanted() -> bool:
+    """Whether a model event holds the turn or is still open: background work yields to it at its next round."""
+    return TURN.locked() or _STATE.events_open > 0
+
+
+def on_model_thread_now() -> bool:
     return threading.current_thread().name.startswith(NAME)
 
 
@@ -69,7 +82,7 @@ def lend_turn() -> None:
     """Called by a model event's step right before it yields, where nothing of its own runs in the background and
     its contexts allow another job in: a re-route waiting for the model may run whole before the next step.
     Runs call it at each streamed round, so a slider waits a round for another visitor's run, not the run."""
-    if _on_model_thread_now():
+    if on_model_thread_now():
         _STATE.lend = True
 
 
@@ -110,7 +123,7 @@ def model_steps(stream: Callable[[], Iterator[dict]], waiting: dict) -> Iterator
 def _event_stream(inner: Iterator[Any]) -> Iterator[Any]:
     """A model event's stream: each step on the model thread holding the turn, given back between two steps
     only where the step lent it (`lend_turn`)."""
-    if _on_model_thread_now():  # called by another model event, which holds the turn
+    if on_model_thread_now():  # called by another model event, which holds the turn
         while (update := next(inner, _DONE)) is not _DONE:
             yield update
         return
@@ -150,7 +163,7 @@ def model_event(handler: Callable[..., Any]) -> Callable[..., Any]:
     else:
         @functools.wraps(handler)
         def event(*args: Any, **kwargs: Any) -> Any:
-            if _on_model_thread_now():
+            if on_model_thread_now():
                 return handler(*args, **kwargs)
             with TURN:
                 return on_model_thread(handler, *args, **kwargs)

@@ -19,7 +19,7 @@ from app.views.page_grid import FEED
 
 HEAD = f"<script>{(Path(__file__).parent / 'static' / 'viasd.js').read_text()}</script>"
 """The page's notch script, loaded before any component renders (app.ui.launch_kwargs)."""
-POLL_S = 1.0
+POLL_S = 0.5
 """How often a page asks for points its grid still lacks (only while the prefetch is filling it)."""
 
 

@@ -2,12 +2,14 @@
 
 A point the memo has not seen needs the model for every prefix it has not visited (seconds on a 2-core CPU);
 one already computed is drawn in the browser in a frame. So after each live run the app works through the
-run's grid (app.grids.RunGrid: τ_accept notches, the τ_slim values that matter, γ at three values) in one
-background thread: first every notch of the τ_accept line the visitor looks at (the run's τ_slim and γ, or the last
+run's grid (app.grids.RunGrid: τ_accept notches, the τ_slim values that matter, γ at three values) in the
+background: first every notch of the τ_accept line the visitor looks at (the run's τ_slim and γ, or the last
 re-route's), nearest first, then the rest nearest first; each finished point lands in the grid, and the page picks
-it up (app.views.page_grid). Any model event stops the job at its next round and waits for it to exit, so
-foreground runs, and "Run it live" in particular, never share the CPU with it; after a run, its grid goes first
-and the grids of earlier runs (other visitors') left unfinished follow.
+it up (app.views.page_grid). The points are computed on the model thread (app.model_thread.in_background: one
+OpenMP team for all model work), while no model event holds or waits for the turn; a small driver thread, which runs
+no model, hands them there. Any model event stops the job at its next round, so foreground runs, and "Run it live"
+in particular, never share the CPU with it; after a run, its grid goes first and the grids of earlier runs (other
+visitors') left unfinished follow.
 """
 
 from __future__ import annotations
@@ -16,13 +18,14 @@ import atexit
 import contextlib
 import logging
 import threading
+import time
 import weakref
 from collections import Counter
 from collections.abc import Iterator
 
 from app.fidelity_cache import FIDELITY
 from app.grids import RunGrid
-from app.model_thread import turn_borrowed
+from app.model_thread import in_background, model_wanted, on_model_thread_now, turn_borrowed
 from core import ModelBundle, generate
 from core.round_policy import thresholds_apply
 from core.sweeps.grid import STEP
@@ -32,6 +35,8 @@ log = logging.getLogger(__name__)
 
 __all__ = ["PREFETCHER", "STEP", "Prefetcher", "tier_shares"]
 
+WANTED_POLL_S = 0.05
+"""How often the driver looks whether the model event that stopped the points has ended."""
 MAX_PENDING = 4
 """Unfinished grids kept queued: a newer run's grid goes first, then the earlier runs' (other visitors') resume."""
 
@@ -57,11 +62,12 @@ class Prefetcher:
 
     @contextlib.contextmanager
     def foreground(self) -> Iterator[None]:
-        """Enter before every model event: stops the background job and waits until it has exited."""
+        """Enter before every model event: stops the background job and waits until it has exited (on the model
+        thread itself nothing of the job can run meanwhile: a point queued there sees the stop and returns)."""
         with self._lock:
             self._cancel.set()
             thread = self._thread
-        if thread is not None:
+        if thread is not None and not on_model_thread_now():
             thread.join(timeout=30)  # it stops at its next round boundary
         yield
 
@@ -107,17 +113,33 @@ class Prefetcher:
             return [g for _, g in self._pending]
 
     def _run(self, cancel: threading.Event) -> None:
+        """The driver: whenever no model event holds the turn, the model thread computes points until one wants it."""
         try:
-            while not cancel.is_set() and (job := self._next()) is not None:
-                bundle, grid = job
-                point = grid.missing()[0]  # asked afresh each point: a re-route may have moved the line in view
-                trace = generate(bundle, grid.prompt, point.apply(grid.config), should_stop=cancel.is_set)
-                if trace.stop_reason == "cancelled" or cancel.is_set():
+            while not cancel.is_set():
+                if model_wanted():  # the event in progress ends first (polled: the driver never holds the turn)
+                    time.sleep(WANTED_POLL_S)
+                    continue
+                if not in_background(self._points, cancel).result():
                     return
-                FIDELITY.attach(bundle, trace)  # the page's words differing (cached per answer)
-                grid.add(point, trace)
         except Exception:  # a background helper must never take the app down
             log.exception("prefetch failed")
+
+    def _points(self, cancel: threading.Event) -> bool:
+        """On the model thread: points until the queue is done (False), stopped (False) or a model event wants the
+        model (True: the driver goes on after it)."""
+        stop = lambda: cancel.is_set() or model_wanted()  # noqa: E731
+        while not stop():
+            job = self._next()
+            if job is None:
+                return False
+            bundle, grid = job
+            point = grid.missing()[0]  # asked afresh each point: a re-route may have moved the line in view
+            trace = generate(bundle, grid.prompt, point.apply(grid.config), should_stop=stop)
+            if trace.stop_reason == "cancelled" or stop():
+                break
+            FIDELITY.attach(bundle, trace)  # the page's words differing (cached per answer)
+            grid.add(point, trace)
+        return not cancel.is_set()
 
     def running(self) -> bool:
         thread = self._thread

@@ -199,8 +199,10 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "", prev
     if grid is not None and grid.reliability is None and previous is None:
         grid.reliability = reliability  # the run's own text: every point of its grid charts against it
     if grid is not None:
-        final["grid_data"] = FEED.full(session, grid) if previous is None else (FEED.more(session, GRIDS)[0] or
-                                                                                  FEED.full(session, grid))
+        if previous is None or not FEED.holds_grid(session, grid):
+            final["grid_data"] = FEED.full(session, grid)
+        elif (more := FEED.more(session, GRIDS)[0]) is not None:  # a re-route: only the points the page lacks
+            final["grid_data"] = more
         final["grid_timer"] = bool(grid.missing())
     elif previous is None:
         final["grid_data"] = FEED.full(session, None)

@@ -120,9 +120,12 @@
     const want = wanted || (g.base && (([a, s, gg]) => ({a: +a, s: +s, g: +gg}))(g.base.split("|")));
     if (!want) return;
     V.shown = want;
+    if (!quiet) V.answered = null;
     const at = V.snap(want.a, want.s, want.g), p = at && g.points[key(at.a, at.s, at.g)];
     let line;
-    if (p) {
+    if (!p && quiet && V.answered === pointName(want)) {  // new points arrived: the server's answer stays shown
+      line = `${pointName(want)} is not in the grid: the numbers above are the engine's, run on release`;
+    } else if (p) {
       put("tokens", V.tokensHtml(p)); put("headline", V.headlineHtml(p)); put("legend", V.legendHtml(p));
       put("why", p.why);
       const snapped = at.a !== want.a || at.s !== want.s || at.g !== want.g;
@@ -186,6 +189,7 @@
     const at = V.grid && V.shown && V.snap(V.shown.a, V.shown.s, V.shown.g);
     // an answer for an earlier release may land after the page drew a later point: the page's point stays
     if (at && V.grid.points[key(at.a, at.s, at.g)]) V.draw(V.shown, true);
+    else if (!refused && V.shown) V.answered = pointName(V.shown);  // off the grid: no later redraw ghosts it
     V.stale(refused, true);
     document.querySelector("#viasd-status")?.classList.remove("viasd-stale");  // its own line is always legible
   };

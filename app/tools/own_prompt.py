@@ -7,9 +7,12 @@ memo allowed, the background grid scheduled after it). In the page it stamps (pe
   * T: the status line first saying "Running" -> first saying "Done" (the run's own wall time, model loaded);
   * words differing: "Done" -> the headline's words-differing number on screen (not "…");
   * the line: "Done" -> the page saying every notch of the τ_accept line at the run's τ_slim and γ is ready;
-then times far τ_accept moves (clicks on the track) until the text and headline are final, and prints one table
-with each target met or missed, the load average and the CPU. Needs playwright and /usr/bin/chromium; hold the
-heavy-work lock (it loads the verifier) and run it on a quiet machine.
+then times far τ_accept moves (clicks on the track) until the text and headline are final; last, with nothing in the
+background, it times each prompt's settings as `python -m core` runs them (every pass for real, on the same loaded
+models and the same one thread) against T and against the run's own decoding time (its trace's wall clock: T
+without the page's part). It prints one table with each target met or missed, the load average and the CPU.
+`--no-kv-reuse` and `--plain-reference` measure the baselines the KV pool and the fast reference replaced. Needs
+playwright and /usr/bin/chromium; hold the heavy-work lock (it loads the verifier) and run it on a quiet machine.
 """
 
 from __future__ import annotations
@@ -24,12 +27,16 @@ import time
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 from app import fidelity_cache  # noqa: E402  (after the analytics default)
+from app.grids import GRIDS, models_of  # noqa: E402
+from app.model_thread import on_model_thread  # noqa: E402
 from app.prefetch import PREFETCHER  # noqa: E402
 from app.session import SESSIONS  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.share import query_of  # noqa: E402
 from app.tools.latency import ARGS, CHROMIUM, OBSERVE, click_track, launch  # noqa: E402
 from core.analysis.fast_reference import exact_reference  # noqa: E402
+from core.decoding.engine import generate  # noqa: E402
+from core.sweeps.grid import Point  # noqa: E402
 
 PROMPTS = {
     "code": "Write a Python function that returns the n-th triangular number, with a one-line docstring.",
@@ -88,6 +95,19 @@ def measure_prompt(page, url: str, label: str, settings: Settings, verifier: str
     return row
 
 
+def cli_wall(bundle: object, prompt: str, settings: Settings) -> tuple[float, float | None]:
+    """(seconds the same settings take as `python -m core` runs them, every pass for real after a 2-token warm-up;
+    the app's own run's decoding seconds, as its trace recorded them, or None when its grid is gone)."""
+    config = settings.config()
+    on_model_thread(generate, bundle, prompt, config.with_(mode="plain", max_new_tokens=2), replay=False)
+    started = time.perf_counter()
+    trace = on_model_thread(generate, bundle, prompt, config, replay=False)  # one thread runs torch, as the CLI's
+    seconds = time.perf_counter() - started
+    grid = GRIDS.find(prompt, trace.config, models_of(trace))
+    own = grid.trace(Point.of(grid.config)) if grid is not None else None
+    return seconds, own.wall_s if own is not None else None
+
+
 def _after(stamp: float | None, done: float) -> float | None:
     return None if stamp is None else (stamp - done) / 1000
 
@@ -101,13 +121,15 @@ def _ratio(row: dict, key: str) -> str:
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| prompt | T (s) | words differing after Done | τ_accept line after Done | far moves median / max |",
-             "|---|---|---|---|---|"]
+    lines = ["| prompt | T (s) | T, the run's decoding / `python -m core` | words differing after Done | "
+             "τ_accept line after Done | far moves median / max |", "|---|---|---|---|---|---|"]
     for r in rows:
         ratio = functools.partial(_ratio, r)
         med, top = statistics.median(r["moves"]), max(r["moves"])
         verdict = "met" if med <= 1.0 and top <= 3.0 else "missed"
-        lines.append(f"| {r['prompt']} | {r['T']:.1f} | {ratio('words')} | {ratio('line')} | "
+        cli = (f"{r['T'] / r['cli']:.2f} / {r['decode'] / r['cli']:.2f} ({r['cli']:.1f} s)" if r.get("cli") and
+               r.get("decode") else "not run")
+        lines.append(f"| {r['prompt']} | {r['T']:.1f} | {cli} | {ratio('words')} | {ratio('line')} | "
                      f"{med:.2f} / {top:.2f} s ({verdict}, target ≤ 1 / 3 s) |")
     return "\n".join(lines)
 
@@ -130,10 +152,14 @@ def main() -> None:
     parser.add_argument("--only", default="", help="measure only the prompts whose family contains this")
     parser.add_argument("--plain-reference", action="store_true",
                         help="decode words differing's reference plainly, as before the fast reference (a baseline)")
+    parser.add_argument("--no-kv-reuse", action="store_true",
+                        help="start every run's KV caches empty, as before the KV pool (a baseline)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for one prompt's line")
     args = parser.parse_args()
     if args.dtype:
         SESSIONS._loader = functools.partial(SESSIONS._loader, dtype=args.dtype)  # a measuring tool's override
+    if args.no_kv_reuse:
+        SESSIONS.memo.caches.max_bytes = 0  # nothing is pooled, so nothing is lent
     if args.plain_reference:
         fidelity_cache.exact_reference = functools.partial(exact_reference, use_memo=False)
     from playwright.sync_api import sync_playwright
@@ -151,6 +177,11 @@ def main() -> None:
                                                args.timeout))
                     print(table(rows[-1:]), flush=True)
             browser.close()
+        PREFETCHER.clear()  # nothing runs beside the comparison
+        bundle = SESSIONS.choose("own-prompt-cli", args.verifier, "")
+        for row in rows:
+            prompt = PROMPTS[row["prompt"]]
+            row["cli"], row["decode"] = cli_wall(bundle, prompt, settings_for(prompt, args.tokens))
     finally:
         PREFETCHER.stop()
         demo.close()
@@ -158,6 +189,7 @@ def main() -> None:
     print()
     print(table(rows))
     reference = "plain reference (baseline)" if args.plain_reference else "fast reference"
+    reference += ", KV caches not reused (baseline)" if args.no_kv_reuse else ", KV caches reused between runs"
     print(f"\n{args.verifier} ({args.dtype or 'auto'}), {args.tokens} new tokens, {reference}; "
           f"CPU: {cpu_class()}; load average "
           f"{before[0]:.2f} at the start, {after[0]:.2f} / {after[1]:.2f} / {after[2]:.2f} at the end; "

@@ -262,6 +262,13 @@ class PageFeed:
         with self._lock:
             return len(self._cursors)
 
+    def holds_grid(self, session: str, grid: RunGrid) -> bool:
+        """Whether this session's page holds `grid` (then it needs only the points it lacks, never the whole again:
+        a whole grid resets the page to the run's own point)."""
+        with self._lock:
+            cursor = self._cursors.get(session)
+        return cursor is not None and cursor.grid == grid.id
+
     def more(self, session: str, grids: object) -> tuple[str | None, bool]:
         """(the points this session's page lacks as a delta, or None; whether more are still coming)."""
         with self._lock:

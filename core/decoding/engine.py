@@ -75,6 +75,7 @@ class _Decoder:
         self.template = template  # the prompt's chat-template positions: prompt lookup never copies them
         verifier = bundle.verifier
         self.memo = bundle.memo
+        self.scorers: list[Scorer] = []
         self.cost = CostModel(verifier.model, profile)
         self.sampler = Sampler(config.temperature, config.top_p, config.seed)
         self.rule = verification_rule(config, self.sampler)
@@ -88,7 +89,8 @@ class _Decoder:
 
     def _scorer(self, role: str, loaded: object, route_spec: object) -> Scorer:
         route = resolve_route(route_spec, loaded.model.config)
-        return Scorer(role, loaded.model, route, self.memo, loaded.identity, read_memo=self.replay)
+        self.scorers.append(Scorer(role, loaded.model, route, self.memo, loaded.identity, read_memo=self.replay))
+        return self.scorers[-1]
 
     def run_round(self, tokens: list[int], budget: int, index: int) -> RoundResult:
         """One round of the algorithm box (the module docstring), step for step. It decides and returns a
@@ -283,6 +285,8 @@ def iter_generate(bundle: ModelBundle, prompt: str, config: DecodeConfig, *, rep
         yield trace
     else:
         trace.stop_reason = "max_new_tokens"
+    for scorer in decoder.scorers:  # their KV caches serve the next re-route (core.models.kv_pool)
+        scorer.release()
     yield trace
 
 

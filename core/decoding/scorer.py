@@ -31,6 +31,7 @@ from transformers.cache_utils import DynamicLayer
 from core.decoding.confidence import confidences
 from core.decoding.sampling import Sampler
 from core.decoding.timing import Stopwatch
+from core.models.kv_pool import common_prefix
 from core.models.layer_routes import LayerRoute
 from core.models.memo import PredictionMemo, memo_key
 from core.models.routed_layers import routed
@@ -45,14 +46,6 @@ class ScorerCall:
     wall_s: float
     from_memo: bool
     prefill: bool = False  # the scorer's first pass: it read the prompt
-
-
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
 
 
 def full_history_cache(config: object) -> DynamicCache:
@@ -89,7 +82,7 @@ class Scorer:
         assert 1 <= first <= last <= len(tokens)
         wanted = [tuple(tokens[:k]) for k in range(first, last + 1)]
         # Logical ledger: a real cache would keep the common prefix and process the rest.
-        keep = min(_common_prefix(self._logical_tokens, tokens[:last]), first - 1)
+        keep = min(common_prefix(self._logical_tokens, tokens[:last]), first - 1)
         self._logical_tokens = list(tokens[:last])
         call = ScorerCall(tokens_processed=last - keep, layers=len(self.route.layers), wall_s=0.0, from_memo=True,
                           prefill=keep == 0)
@@ -110,12 +103,28 @@ class Scorer:
         """The KV rollback of speculative decoding: crop the physical cache to the longest common prefix of what it
         holds and `tokens` (at most `at_most` positions); returns the length kept. One rule undoes a rejected
         draft or an audit's cut, whatever way the last round ended, with no special case."""
-        keep = min(_common_prefix(self._cache_tokens, tokens), at_most)
+        keep = min(common_prefix(self._cache_tokens, tokens), at_most)
         self._crop(keep)
         return keep
 
+    def _borrow(self, tokens: list[int]) -> None:
+        """A memo-allowed scorer with nothing computed yet starts from the pooled cache sharing the longest prefix
+        with `tokens` (core.models.kv_pool): a re-route computes only its branch, not the prompt again."""
+        if self._cache_tokens or self.memo is None or not self.read_memo:
+            return
+        borrowed = self.memo.caches.lend(self.memo_key, tokens)
+        if borrowed is not None:
+            self._cache, self._cache_tokens = borrowed
+
+    def release(self) -> None:
+        """The run is over: a memo-allowed scorer leaves its cache to the pool for the next run of its model."""
+        if self._cache_tokens and self.memo is not None and self.read_memo:
+            self.memo.caches.give(self.memo_key, self._cache, self._cache_tokens)
+        self._cache, self._cache_tokens = full_history_cache(self.model.config), []
+
     @torch.inference_mode()
     def _forward(self, tokens: list[int], first: int, last: int) -> torch.Tensor:
+        self._borrow(tokens[:last])
         keep = self.rollback_to(tokens[:last], first - 1)  # the last prefix token is always run: its row is wanted
         ids = torch.tensor([tokens[keep:last]], device=self.device)
         positions = torch.arange(keep, last, device=self.device).unsqueeze(0)

@@ -18,6 +18,7 @@ from collections import OrderedDict
 import torch
 
 from core.limits import MEMO_BYTES
+from core.models.kv_pool import KVPool
 
 _TAGS: weakref.WeakKeyDictionary[torch.nn.Module, int] = weakref.WeakKeyDictionary()
 _NEXT_TAG = itertools.count(1)
@@ -52,6 +53,7 @@ class PredictionMemo:
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
+        self.caches = KVPool(max_bytes // 4)  # the KV caches of finished runs, a quarter of the budget more
 
     def get(self, key: str, prefix: tuple[int, ...]) -> torch.Tensor | None:
         with self._lock:
@@ -83,6 +85,7 @@ class PredictionMemo:
         with self._lock:
             self._entries.clear()
             self._bytes = 0
+        self.caches.clear()
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -73,6 +73,29 @@ def test_the_prefetch_computes_the_line_in_view_first(bundle: ModelBundle) -> No
     assert len(computed) < GRID.points().__len__(), "stopped before the whole grid"
 
 
+def test_the_points_are_computed_on_the_model_thread(bundle: ModelBundle, monkeypatch) -> None:
+    """One OpenMP team for all model work: a second thread running torch slows both (app.model_thread)."""
+    from app import prefetch as module
+    from app.model_thread import NAME
+
+    threads = set()
+
+    def traced(*args, **kwargs):
+        threads.add(threading.current_thread().name)
+        return generate(*args, **kwargs)
+
+    monkeypatch.setattr(module, "generate", traced)
+    models = fresh(bundle)
+    grid = run_grid(models)
+    prefetch = Prefetcher()
+    assert prefetch.schedule(models, grid)
+    started = time.monotonic()
+    while len(grid.traces) < 3 and time.monotonic() - started < 120:
+        time.sleep(0.02)
+    prefetch.stop()
+    assert len(grid.traces) >= 3 and threads and all(name.startswith(NAME) for name in threads), threads
+
+
 def signature(round_: object) -> tuple:
     return (round_.draft_tokens, round_.accepted, round_.emitted, round_.rolled_back,
             [c.role for c in round_.calls])
