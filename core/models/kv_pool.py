@@ -63,8 +63,7 @@ class KVPool:
         self.per_key = per_key
         self._entries: deque[tuple[str, DynamicCache, list[int], int]] = deque()  # oldest first
         self._lock = threading.Lock()
-        self.lent = 0
-        self.reused_tokens = 0  # prefix positions a borrower did not compute again
+        self.lent = 0  # caches lent so far (a test's count, as the memo's hits)
 
     def lend(self, key: str, tokens: list[int]) -> tuple[DynamicCache, list[int]] | None:
         """A copy of the cache of `key` sharing the longest prefix with `tokens`, cut to that prefix (None when none
@@ -80,7 +79,6 @@ class KVPool:
             self._entries.remove(best)
             self._entries.append(best)  # the most recently useful goes out last
             self.lent += 1
-            self.reused_tokens += shared
         return _copy(best[1], shared), best[2][:shared]
 
     def give(self, key: str, cache: DynamicCache, tokens: list[int]) -> None:
