@@ -93,7 +93,8 @@
   };
   const inOrder = (a, s, off) => [a, s >= off ? s : Math.min(s, a)];
   V.snap = (a, s, g) => {
-    const x = V.grid.axes, sa = nearest(x.a, a), ss = nearest(x.s, s), sg = nearest(x.g, g);
+    const x = V.grid.axes, sa = nearest(x.a, a), sg = nearest(x.g, g);
+    const ss = s < V.grid.off && s >= a - 1e-9 ? sa : nearest(x.s, s);  // taken along: tau_accept's notch (grid.py)
     if (sa === null || ss === null || sg === null) return null;
     const [oa, os] = inOrder(sa, ss, V.grid.off);
     return {a: oa, s: os, g: sg};

@@ -101,9 +101,12 @@ class Grid:
 
     def snap(self, tau_accept: float, tau_slim: float, gamma: float) -> Point | None:
         """The grid point a slider setting shows: each value snapped to its axis, then put in order; None when a
-        value lies outside its axis (nothing recorded or computed there)."""
-        a, s, g = (_nearest(self.tau_accept, tau_accept), _nearest(self.tau_slim, tau_slim),
-                   _nearest(self.gamma, gamma))
+        value lies outside its axis (nothing recorded or computed there). A τ_slim at or above τ_accept (taken
+        along by it) is τ_accept's notch: snapped on its own axis, 0.45 / 0.45 would become 0.45 / 0.4 and 0.35 /
+        0.35 fall outside, neither of them the point the line computed for that notch."""
+        a, g = _nearest(self.tau_accept, tau_accept), _nearest(self.gamma, gamma)
+        taken_along = not switched_off(tau_slim) and tau_slim >= tau_accept - 1e-9
+        s = a if taken_along else _nearest(self.tau_slim, tau_slim)
         if None in (a, s, g):
             return None
         return Point(*in_order(a, s), int(g))

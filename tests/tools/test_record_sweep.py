@@ -121,6 +121,10 @@ def test_points_are_in_order_and_snap_to_the_nearest_grid_value() -> None:
     assert grid.snap(0.5, 0.55, 5) == Point(0.5, 0.5, 6)  # τ_slim 0.575 taken down to τ_accept; γ tie: larger
     assert grid.snap(0.9, 0.6, 8) == Point(0.9, 0.575, 8)
     assert grid.snap(0.25, 1.0, 6) is None and grid.snap(0.9, 0.2, 6) is None and grid.snap(0.9, 1.0, 12) is None
+    # τ_slim taken along by τ_accept (equal to it) is that notch, even below or between τ_slim's own values
+    assert grid.snap(0.35, 0.35, 6) == Point(0.35, 0.35, 6) and grid.snap(0.45, 0.45, 6) == Point(0.45, 0.45, 6)
+    for at in (Point(0.9, 0.575, 6), Point(0.6, 0.4, 4), Point(0.8, 1.0, 8)):  # what the line computes is what
+        assert all(grid.snap(p.tau_accept, p.tau_slim, p.gamma) == p for p in grid.line(at))  # its notch shows
     first = grid.nearest_first(Point(0.9, 1.0, 6))
     assert first[0] == Point(0.9, 1.0, 6) and {p.tau_accept for p in first[1:3]} == {0.85, 0.95}
     assert len(first) == len(set(first)) == len(grid.points())
