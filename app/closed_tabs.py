@@ -25,12 +25,15 @@ session a moment before it is noted)."""
 
 
 def forget_app_state(session: str) -> None:
-    """The app's own records of a session: its visitor record (model choice, stop flag) and its page feed."""
+    """The app's own records of a session: its visitor record (model choice, stop flag), its page feed and the
+    reliability data its page waits for."""
+    from app.late_reliability import LATE
     from app.session import SESSIONS
     from app.views.page_grid import FEED
 
     SESSIONS.forget(session)
     FEED.forget(session)
+    LATE.forget(session)
 
 
 class ClosedTabs:

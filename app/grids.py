@@ -51,6 +51,7 @@ class RunGrid:
     models: tuple[str, str, str]
     traces: dict[str, Trace] = field(default_factory=dict)  # point key -> trace, in the order computed
     reliability: ReliabilityData | None = None  # teacher-forced signals of the run's own text
+    reliability_later: bool = field(default=False, compare=False)  # measured by the background after the line
     recorded: dict[str, Any] | None = None  # a shipped sweep's meta (models, machine, date, command)
     page: Any = field(default=None, repr=False, compare=False)  # its page encoding (app/views/page_grid.page_of)
     focus: Point | None = field(default=None, compare=False)  # where the sliders look (None: the run's own point)
@@ -95,6 +96,12 @@ class RunGrid:
         with self._lock:
             done = set(self.traces)
         return [p for p in self.grid.line_first(self.focus or Point.of(self.config)) if p.key not in done]
+
+    def reliability_due(self) -> bool:
+        """The run left its reliability to the background (its page waited for nothing) and the τ_accept line in
+        view is computed: three teacher-forced passes, then the rest of the grid."""
+        ready, notches = self.line_ready()
+        return self.reliability_later and self.reliability is None and ready == notches
 
     def pace_s(self) -> float:
         """Seconds a point not computed yet takes, at this run's measured pace: the median wall time of the

@@ -14,6 +14,7 @@ from pathlib import Path
 import gradio as gr
 
 from app.grids import GRIDS
+from app.late_reliability import LATE
 from app.session import session_id
 from app.views.page_grid import FEED
 
@@ -51,8 +52,9 @@ class NotchPanel:
     @staticmethod
     def more(request: gr.Request = None) -> tuple:
         """Timer tick: the points this page lacks (a delta for the data component), and whether to keep polling."""
-        text, coming = FEED.more(session_id(request), GRIDS)
-        return (text if text is not None else gr.skip()), gr.Timer(active=coming)
+        session = session_id(request)
+        text, coming = FEED.more(session, GRIDS)  # the run's reliability data may still come after the last point
+        return (text if text is not None else gr.skip()), gr.Timer(active=coming or LATE.waiting(session))
 
     def wire(self, sliders: dict[str, gr.Slider], release_event: object) -> None:
         """Browser-side handlers on every slider move; after a server re-route lands, nothing stays greyed."""

@@ -26,9 +26,10 @@ from collections.abc import Iterator
 from app.fidelity_cache import FIDELITY
 from app.grids import RunGrid
 from app.model_thread import in_background, model_wanted, on_model_thread_now, turn_borrowed
+from app.views.insight import measure_reliability
 from core import ModelBundle, generate
 from core.round_policy import thresholds_apply
-from core.sweeps.grid import STEP
+from core.sweeps.grid import STEP, Point
 from core.trace import Trace
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,7 @@ class Prefetcher:
         """Start computing the points `grid` still misses (VIA-SD only: other modes ignore the thresholds), then
         those of the earlier runs' grids still unfinished (`MAX_PENDING`, newest first); False when `grid` has
         nothing to compute or the job cannot start now (it is queued, and the next run's job goes on to it)."""
-        if not thresholds_apply(grid.config.mode) or not grid.missing():  # no threshold acts in other modes
+        if not thresholds_apply(grid.config.mode) or not (grid.missing() or grid.reliability_due()):
             return False
         with self._lock:
             self._pending = [(weakref.ref(bundle), grid),
@@ -96,7 +97,8 @@ class Prefetcher:
     def _next(self) -> tuple[ModelBundle, RunGrid] | None:
         """The newest queued grid that still misses points (finished ones leave the queue)."""
         with self._lock:
-            self._pending = [(b, g) for b, g in self._pending if b() is not None and g.missing()]
+            self._pending = [(b, g) for b, g in self._pending
+                             if b() is not None and (g.missing() or g.reliability_due())]
             self._number()
             bundle, grid = self._pending[0] if self._pending else (lambda: None, None)
         found = bundle()
@@ -133,6 +135,10 @@ class Prefetcher:
             if job is None:
                 return False
             bundle, grid = job
+            if grid.reliability_due():  # after the line in view: the charts' data, then the rest of the grid
+                grid.reliability = measure_reliability(bundle, grid.trace(Point.of(grid.config)), grid.config)
+                grid.reliability_later = False  # measured (or failed, and said so in the log): not again
+                continue
             point = grid.missing()[0]  # asked afresh each point: a re-route may have moved the line in view
             trace = generate(bundle, grid.prompt, point.apply(grid.config), should_stop=stop)
             if trace.stop_reason == "cancelled" or stop():

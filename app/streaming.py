@@ -20,6 +20,7 @@ import torch
 from app import live_load
 from app.fidelity_cache import FIDELITY
 from app.grids import GRIDS, models_of
+from app.late_reliability import LATE
 from app.model_thread import lend_turn
 from app.prefetch import PREFETCHER
 from app.recorded import models_named
@@ -27,10 +28,10 @@ from app.run_views import charts_update, computed_update, export_files, predicti
 from app.session import SESSIONS
 from app.settings import Settings
 from app.views import cards, render
-from app.views.insight import measure_reliability
+from app.views.insight import insight_updates, measure_reliability
 from app.views.page_grid import FEED
-from core import iter_generate, summarize
-from core.analysis.plain_pace import PLAIN_PACES, PROBE_TOKENS, decode_pace, probe
+from core import ModelBundle, iter_generate, summarize
+from core.analysis.plain_pace import PLAIN_PACES, PROBE_TOKENS, warm_up
 from core.limits import RUN_TIME_BUDGET_S
 from core.trace import Trace
 
@@ -139,6 +140,7 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "", prev
         return
     config = settings.config()
     if previous is None:  # a new run: the page's grid (another run's points) must not be drawn over it
+        LATE.wait_for(session, None)
         yield {"grid_data": FEED.full(session, None), "grid_timer": False}
     if models is not None:
         for line in live_load.ensure(session, models):
@@ -157,6 +159,10 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "", prev
     trace, last = None, (time.perf_counter() if previous is not None else 0.0)
     threads = REROUTE_THREADS if previous is not None and replay else RUN_THREADS
     with SESSIONS.job(session) as should_stop, PREFETCHER.foreground(), torch_threads(threads):
+        if previous is None and config.mode != "plain" and not PLAIN_PACES.known_for(bundle):
+            yield {"status": f"… Warming the model up: {PROBE_TOKENS} plain passes, once (plain's pace, for the "
+                   "measured speed-up)…"}
+            warm_up(bundle)
         for trace in iter_generate(bundle, settings.prompt, config, replay=replay, should_stop=should_stop,
                                    time_budget_s=RUN_TIME_BUDGET_S):
             if time.perf_counter() - last < STREAM_EVERY_S:
@@ -183,27 +189,24 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "", prev
                 yield {**text_update(trace, phase), "status": status_line(trace, phase) + " · decoding the full "
                        "model's plain answer (to split numerics from tiers)…"}
             FIDELITY.attach(bundle, trace)
-            if previous is None and _needs_plain_pace(trace):  # the measured speed-up needs plain's pace here
-                yield {**text_update(trace, phase), "status": status_line(trace, phase) + f" · timing {PROBE_TOKENS} "
-                       "plain passes for the measured speed-up…"}
-                probe(bundle, trace)
-            if previous is None:  # words differing on screen as soon as it exists, before reliability's pass
-                yield {**text_update(trace, phase), "status": status_line(trace, phase) + " · measuring reliability…"}
-                reliability = measure_reliability(bundle, trace, config)
+            if previous is None:
+                reliability = yield from _reliability(bundle, trace, phase, session)
     text = text_update(trace, phase)
+    if reliability is None and previous is None and LATE.waiting(session):
+        text["status"] += " · the reliability charts follow the τ_accept line"
     yield text
     # the last update repeats the text: an API caller's result is the last update alone, and Gradio sends
     # each output as a diff against the previous update, so the browser receives only the figures
     final = {**text, **charts_update(trace, settings, reliability, rerouted=previous is not None)}
     grid = GRIDS.for_trace(trace) if not stopped and config.mode == "via" else None
-    if grid is not None and grid.reliability is None and previous is None:
+    if grid is not None and grid.reliability is None and reliability is not None and previous is None:
         grid.reliability = reliability  # the run's own text: every point of its grid charts against it
     if grid is not None:
         if previous is None or not FEED.holds_grid(session, grid):
             final["grid_data"] = FEED.full(session, grid)
         elif (more := FEED.more(session, GRIDS)[0]) is not None:  # a re-route: only the points the page lacks
             final["grid_data"] = more
-        final["grid_timer"] = bool(grid.missing())
+        final["grid_timer"] = bool(grid.missing()) or LATE.waiting(session)
     elif previous is None:
         final["grid_data"] = FEED.full(session, None)
     yield final
@@ -211,10 +214,36 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "", prev
         PREFETCHER.schedule(bundle, grid)
 
 
-def _needs_plain_pace(trace: Trace) -> bool:
-    """A drafting run whose every pass ran here, on a bundle whose plain pace is not known yet."""
-    return (trace.config.mode != "plain" and PLAIN_PACES.get(trace.models) is None
-            and decode_pace(trace) is not None)
+def _reliability(bundle: ModelBundle, trace: Trace, phase: str, session: str) -> Iterator[Update]:
+    """The run's reliability data (its return value), measured now, or None when its background measures it
+    after the τ_accept line: a browser page's VIA-SD run, whose grid the visitor drags next. Three teacher-forced
+    passes (about 2 s for 96 positions of the 1.5B model on 2 cores) would otherwise stand between Done and the
+    line's first point; the page's poll brings the charts when they exist (`reliability_update`). An API caller
+    reads the last update alone, so its run measures them here, as does any other mode (no grid to wait for)."""
+    grid = GRIDS.find(trace.prompt, trace.config, models_of(trace)) if trace.config.mode == "via" else None
+    if grid is not None and grid.reliability is not None:  # this run's text, measured before
+        LATE.wait_for(session, None)
+        return grid.reliability
+    if trace.config.mode == "via" and FEED.is_page(session):
+        grid = GRIDS.for_trace(trace)
+        grid.reliability_later = True
+        LATE.wait_for(session, grid)
+        return None
+    LATE.wait_for(session, None)
+    yield {**text_update(trace, phase), "status": status_line(trace, phase) + " · measuring reliability…"}
+    return measure_reliability(bundle, trace, trace.config)
+
+
+def reliability_update(session: str, trace: Trace | None) -> Update | None:
+    """The charts that read the run's reliability data, for the trace on the page, once the background has
+    measured it (the page's poll asks: app.tabs.generate); None until then."""
+    grid = LATE.arrived(session)
+    if grid is None or trace is None:
+        return None
+    data, config = grid.reliability, trace.config
+    insight = insight_updates(None, trace, config, data)
+    return {"conf_plot": insight["conf_plot"], "reliability_plot": insight["reliability_plot"], "reliability": data,
+            "prediction": prediction(trace, data, config.tau_accept, config.tau_slim)}
 
 
 def drain(updates: Iterator[Update], on_update: Callable[[Update], None] | None = None) -> Update:

@@ -36,6 +36,8 @@ OUTPUTS = ("tokens", "status", "legend", "metrics", "metrics_json", "conf_plot",
            "headline", "why", "prediction", "breakeven_plot", "reliability_plot", "strip_plot", "reliability", "effect",
            "effect_button", "grid_data", "grid_timer")
 """Output names of /generate, /rerun_real and /reroute in API order (/reroute adds "tradeoff_plot")."""
+RELIABILITY_OUTPUTS = ("conf_plot", "reliability_plot", "prediction", "reliability")
+"""What a browser page's run receives after the τ_accept line (app.streaming.reliability_update)."""
 THREE_TIER_LABEL = "Show the trade-off: the Qwen2.5-Coder pair, recorded"
 RECORDED_BUTTONS = (("opening", "Qwen pair: the trade-off"), ("lookup", "Prompt lookup: fastest exact"),
                     ("three-tier", "Three tiers, SmolLM2"))
@@ -174,6 +176,14 @@ class GenerateTab:
                 update["tradeoff_plot"] = charts.tradeoff_figure(grid, settings.tau_accept, settings.tau_slim)
             yield self._keyed(update)
 
+    def reliability_arrived(self, trace: Any, request: gr.Request = None) -> dict:
+        """Timer tick: the charts that read the run's reliability data, once the background has measured it after
+        the τ_accept line (app.streaming.reliability_update); nothing changes before."""
+        update = streaming.reliability_update(session_id(request), trace)
+        if update is None:
+            return {self.out[name]: gr.skip() for name in RELIABILITY_OUTPUTS}
+        return self._keyed(update)
+
     def tier_sliders(self, mode: str) -> dict:
         """Where tiers 1 and 2 cannot act in the chosen mode, their sliders say so and are disabled."""
         acts = thresholds_apply(mode)
@@ -253,6 +263,8 @@ class GenerateTab:
                                                                   "grid": grid_state,
                                                                   "reliability": self.out["reliability"]}})
         self.notch.wire({n: self.widgets[n] for n in streaming.LIVE}, reroute)
+        self.notch.timer.tick(self.reliability_arrived, self.out["trace"], [self.out[n] for n in RELIABILITY_OUTPUTS],
+                              queue=False, show_progress="hidden", api_visibility="private")
         runs = {**common, "cancels": [reroute]}  # Run never waits behind a re-route: it replaces it
         prepare = {"fn": self.prepare, "inputs": [*model_boxes, self.widgets["prompt"]],
                    "outputs": [self.out["status"], *self.widgets.values(), *model_boxes, self.models_wanted],

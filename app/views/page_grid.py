@@ -250,6 +250,11 @@ class PageFeed:
             self._pages.pop(session, None)
             self._cursors.pop(session, None)
 
+    def is_page(self, session: str) -> bool:
+        """Whether this session is a browser page (it polls; an API client reads a run's last update alone)."""
+        with self._lock:
+            return session in self._pages
+
     def holds(self, session: str, grid: RunGrid, point_key: str) -> bool:
         """Whether this session is a browser page that was sent `point_key` of `grid`, so it draws that point
         itself (an API client gets the grid's data too, but draws nothing)."""

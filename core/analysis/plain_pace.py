@@ -3,7 +3,8 @@
 A run's wall clock means something only against plain decoding's on the same verifier, precision, device and thread
 count (`PaceKey`, read from the trace's stamped model description). Plain's pace is kept per key (`PaceRecord`), fed
 by every plain decoding that runs anyway (a plain run, the fidelity reference's plain decode) and, when none ran yet,
-by a short timed probe on the run's own prompt (`probe`: the prompt's pass and a few one-token passes).
+by a short timed probe on the run's own prompt (`probe`: the prompt's pass and a few one-token passes), or, in
+the app, on a fixed text before a model's first drafting run (`warm_up`).
 
 Definition (one place): the measured speed-up here is plain's seconds per token over the run's, both counted after
 their first round (`decode_pace`). The first round holds the prompt's pass, which a probe of four tokens and a run of
@@ -19,6 +20,9 @@ import threading
 import time
 from dataclasses import dataclass
 
+import torch
+
+from core.config import DecodeConfig
 from core.decoding.engine import generate
 from core.models.loading import ModelBundle
 from core.trace import Trace
@@ -36,6 +40,13 @@ class PaceKey:
     quant: str
     device: str
     threads: int | None
+
+    @classmethod
+    def of_bundle(cls, bundle: ModelBundle) -> PaceKey:
+        """The key a run of `bundle` would stamp now (the same fields as core.decoding.engine.models_info)."""
+        verifier = bundle.verifier
+        return cls(verifier.name, str(verifier.dtype).replace("torch.", ""), verifier.verifier_quant,
+                   str(verifier.device), torch.get_num_threads())
 
     @classmethod
     def of(cls, models: dict) -> PaceKey:
@@ -91,6 +102,11 @@ class PaceRecord:
         with self._lock:
             return self._paces.get(PaceKey.of(models))
 
+    def known_for(self, bundle: ModelBundle) -> bool:
+        """Whether plain's pace is known for a run of `bundle` at this thread count."""
+        with self._lock:
+            return PaceKey.of_bundle(bundle) in self._paces
+
     def put(self, models: dict, pace: Pace) -> None:
         with self._lock:
             self._paces[PaceKey.of(models)] = pace
@@ -112,6 +128,23 @@ def probe(bundle: ModelBundle, trace: Trace, tokens: int = PROBE_TOKENS,
     plain = generate(bundle, trace.prompt, config, replay=False)
     cost = time.perf_counter() - started
     return record.note(plain, f"a {tokens}-token plain probe on this prompt, {cost:.1f} s"), cost
+
+
+WARM_UP_PROMPT = "Count from one to ten."
+"""The text `warm_up` decodes: not the visitor's, whose plain rows in the memo would make the run's first
+verification a replay (no wall time, so no measured pace for that run)."""
+
+
+def warm_up(bundle: ModelBundle, tokens: int = PROBE_TOKENS, record: PaceRecord = PLAIN_PACES) -> Pace | None:
+    """A `probe` before a bundle's first drafting run instead of after it: the app runs this when a model is first
+    used, so the run's measured speed-up has plain's pace at once and the seconds after Done go to the trade-off
+    (app.streaming). The model's first passes (kernel set-up, first touch of its weights) land here too, not in the
+    visitor's timed run, as `python -m core` warms up before it times."""
+    config = DecodeConfig(mode="plain", temperature=0.0, max_new_tokens=tokens + 1)
+    started = time.perf_counter()
+    plain = generate(bundle, WARM_UP_PROMPT, config, replay=False)
+    return record.note(plain, f"a {tokens}-token plain probe when the model was first used, "
+                              f"{time.perf_counter() - started:.1f} s")
 
 
 @dataclass(frozen=True)

@@ -226,3 +226,39 @@ def test_clear_drops_the_queue_and_stops_the_job():
     assert started.wait(5)
     prefetcher.clear()
     assert prefetcher.pending() == [] and not prefetcher.running()
+
+
+def test_a_pages_reliability_is_measured_after_the_line_and_before_the_rest(bundle: ModelBundle, monkeypatch) -> None:
+    """A browser page's run leaves its three teacher-forced passes to the background: after the τ_accept line in
+    view, before the rest of the grid, once (app.streaming._reliability, app.late_reliability)."""
+    from app import prefetch as module
+    from app.grids import GridStore
+    from app.late_reliability import LateReliability
+
+    measured, real = [], module.measure_reliability
+
+    def measure(bundle_, trace, config):
+        measured.append(len(grid.traces))
+        return real(bundle_, trace, config)
+
+    monkeypatch.setattr(module, "measure_reliability", measure)
+    models = fresh(bundle)
+    grid = run_grid(models)
+    store = GridStore()
+    store._live[grid.key] = grid
+    late = LateReliability(store)
+    late.wait_for("page", grid)
+    grid.reliability_later = True
+    assert not grid.reliability_due() and late.arrived("page") is None, "the line comes first"
+    prefetch = Prefetcher()
+    assert prefetch.schedule(models, grid)
+    started = time.monotonic()
+    while grid.reliability is None and time.monotonic() - started < 120:
+        time.sleep(0.02)
+    while len(grid.traces) < 8 and time.monotonic() - started < 120:
+        time.sleep(0.02)
+    prefetch.stop()
+    assert measured == [6], "measured once, right after the 6 notches of the line"
+    assert grid.reliability is not None and len(grid.reliability) == len(grid.trace(Point.of(CONFIG)).tokens)
+    assert late.arrived("page") is grid and late.arrived("page") is None, "the page receives it once"
+    assert not late.waiting("page")

@@ -1,0 +1,57 @@
+"""After a run on a browser page, the seconds after Done go to the τ_accept line: the reliability passes wait for it
+(app.streaming, app.late_reliability) and plain's pace was timed before the run, on another text
+(core.analysis.plain_pace.warm_up). Tiny random models; nothing timed."""
+
+from __future__ import annotations
+
+import pytest
+from app_fixtures import TEST_SETTINGS
+from tiny import tiny_bundle
+
+from app import streaming
+from app.grids import GRIDS
+from app.late_reliability import LATE
+from app.prefetch import PREFETCHER
+from app.views.page_grid import FEED
+from core import generate
+from core.analysis.plain_pace import PLAIN_PACES, PaceKey, decode_pace, warm_up
+
+
+@pytest.fixture()
+def tiny(monkeypatch):
+    bundle = tiny_bundle(layers=6, middle_scale=0.1, avoid_eos=True)
+    monkeypatch.setattr(streaming.SESSIONS, "bundle", lambda session="": bundle)
+    PLAIN_PACES.clear()
+    yield bundle
+    PREFETCHER.clear()
+    PLAIN_PACES.clear()
+
+
+def test_a_pages_run_leaves_reliability_to_the_background_and_an_api_callers_measures_it(tiny) -> None:
+    settings = TEST_SETTINGS.with_(prompt="the cat sat on the mat. the dog sat on the log. the cat")
+    api = streaming.drain(streaming.run(settings, "late-api", replay=True))
+    assert api["reliability"] is not None, "an API caller reads the last update alone: it is measured there"
+    PREFETCHER.clear()
+    FEED.page_opened("late-page", None)
+    seen = []
+    page = streaming.drain(streaming.run(settings.with_(max_new_tokens=14), "late-page", replay=True), seen.append)
+    assert page["reliability"] is None and "follow the τ_accept line" in page["status"]
+    assert not any("measuring reliability" in u.get("status", "") for u in seen)
+    assert page["grid_timer"] and LATE.waiting("late-page")
+    grid = GRIDS.for_trace(page["trace"])
+    PREFETCHER.wait(timeout=120) if grid.reliability is None else None
+    assert grid.reliability is not None, "the background measured it once the line was computed"
+    shown = streaming.reliability_update("late-page", page["trace"])
+    assert shown["reliability"] is grid.reliability and len(shown["reliability"]) == len(page["trace"].tokens)
+    assert shown["conf_plot"].data, "the charts are drawn from it"
+    assert streaming.reliability_update("late-page", page["trace"]) is None, "once"
+    FEED.forget("late-page")
+
+
+def test_the_warm_up_times_plain_on_its_own_text_so_the_run_still_measures_its_own_pace(tiny) -> None:
+    assert not PLAIN_PACES.known_for(tiny)
+    pace = warm_up(tiny)
+    assert pace is not None and "when the model was first used" in pace.source and PLAIN_PACES.known_for(tiny)
+    run = generate(tiny, TEST_SETTINGS.prompt, TEST_SETTINGS.config(), replay=True)
+    assert decode_pace(run) is not None, "no pass of the visitor's run was answered by the warm-up's memo rows"
+    assert PaceKey.of_bundle(tiny) == PaceKey.of(run.models) and PLAIN_PACES.get(run.models) == pace
