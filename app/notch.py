@@ -15,7 +15,6 @@ import gradio as gr
 
 from app.grids import GRIDS
 from app.late_reliability import LATE
-from app.session import session_id
 from app.views.page_grid import FEED
 
 HEAD = f"<script>{(Path(__file__).parent / 'static' / 'viasd.js').read_text()}</script>"
@@ -50,9 +49,9 @@ class NotchPanel:
         return self.pick
 
     @staticmethod
-    def more(request: gr.Request = None) -> tuple:
-        """Timer tick: the points this page lacks (a delta for the data component), and whether to keep polling."""
-        session = session_id(request)
+    def more(session: str) -> tuple:
+        """Timer tick: the points this page lacks (a delta for the data component), and whether to keep polling.
+        The tab's tick (app.tabs.generate) sends them with the run's reliability charts once those exist."""
         text, coming = FEED.more(session, GRIDS)  # the run's reliability data may still come after the last point
         return (text if text is not None else gr.skip()), gr.Timer(active=coming or LATE.waiting(session))
 
@@ -64,5 +63,3 @@ class NotchPanel:
                                 queue=False, show_progress="hidden", api_visibility="private")
         release_event.then(None, None, None, js="() => window.viasd.fresh()", queue=False, show_progress="hidden",
                            api_visibility="private")
-        self.timer.tick(self.more, None, [self.data, self.timer], queue=False, show_progress="hidden",
-                        api_visibility="private")

@@ -176,13 +176,14 @@ class GenerateTab:
                 update["tradeoff_plot"] = charts.tradeoff_figure(grid, settings.tau_accept, settings.tau_slim)
             yield self._keyed(update)
 
-    def reliability_arrived(self, trace: Any, request: gr.Request = None) -> dict:
-        """Timer tick: the charts that read the run's reliability data, once the background has measured it after
-        the τ_accept line (app.streaming.reliability_update); nothing changes before."""
-        update = streaming.reliability_update(session_id(request), trace)
-        if update is None:
-            return {self.out[name]: gr.skip() for name in RELIABILITY_OUTPUTS}
-        return self._keyed(update)
+    def poll(self, trace: Any, request: gr.Request = None) -> tuple:
+        """Timer tick, one request: the grid points this page lacks, whether to keep polling, and the charts that
+        read the run's reliability data once the background has measured it after the τ_accept line
+        (app.streaming.reliability_update); skipped before."""
+        session = session_id(request)
+        data, timer = self.notch.more(session)
+        update = streaming.reliability_update(session, trace)
+        return data, timer, *(gr.skip() if update is None else update[name] for name in RELIABILITY_OUTPUTS)
 
     def tier_sliders(self, mode: str) -> dict:
         """Where tiers 1 and 2 cannot act in the chosen mode, their sliders say so and are disabled."""
@@ -263,7 +264,8 @@ class GenerateTab:
                                                                   "grid": grid_state,
                                                                   "reliability": self.out["reliability"]}})
         self.notch.wire({n: self.widgets[n] for n in streaming.LIVE}, reroute)
-        self.notch.timer.tick(self.reliability_arrived, self.out["trace"], [self.out[n] for n in RELIABILITY_OUTPUTS],
+        self.notch.timer.tick(self.poll, self.out["trace"], [self.notch.data, self.notch.timer,
+                                                             *[self.out[n] for n in RELIABILITY_OUTPUTS]],
                               queue=False, show_progress="hidden", api_visibility="private")
         runs = {**common, "cancels": [reroute]}  # Run never waits behind a re-route: it replaces it
         prepare = {"fn": self.prepare, "inputs": [*model_boxes, self.widgets["prompt"]],

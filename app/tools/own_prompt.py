@@ -7,6 +7,7 @@ memo allowed, the background grid scheduled after it). In the page it stamps (pe
   * T: the status line first saying "Running" -> first saying "Done" (the run's own wall time, model loaded);
   * words differing: "Done" -> the headline's words-differing number on screen (not "…");
   * the line: "Done" -> the page saying every notch of the τ_accept line at the run's τ_slim and γ is ready;
+  * the reliability charts: "Done" -> the confidence histogram drawn (measured in the background after the line);
 then times far τ_accept moves (clicks on the track) until the text and headline are final; last, with nothing in the
 background, it times each prompt's settings as `python -m core` runs them (every pass for real, on the same loaded
 models and the same one thread) against T and against the run's own decoding time (its trace's wall clock: T
@@ -50,7 +51,7 @@ FAR = (0.4, 0.95, 0.5, 0.35, 0.9, 0.45)
 TARGETS = {"words": 0.3, "line": 2.0}
 """Targets as multiples of T after Done; far moves: median 1 s, max 3 s."""
 STAMPS = """() => {
-  const s = window.__own = {status: [], words: null, line: null};
+  const s = window.__own = {status: [], words: null, line: null, charts: null};
   const text = (sel) => (document.querySelector(sel) || {}).innerText || '';
   const look = () => {
     const now = performance.now(), status = text('#viasd-status');
@@ -60,6 +61,7 @@ STAMPS = """() => {
     const values = Array.from(document.querySelectorAll('#viasd-headline .value')).map((e) => e.innerText);
     if (s.words === null && values.length > 2 && /%/.test(values[2])) s.words = now;
     if (s.line === null && /τ_accept line at [^:]*: all \\d+ notches ready/.test(text('#viasd-notch'))) s.line = now;
+    if (s.charts === null && document.querySelector('#viasd-conf-plot .barlayer .point')) s.charts = now;
   };
   new MutationObserver(look).observe(document.body, {subtree: true, childList: true, characterData: true});
   setInterval(look, 100);
@@ -85,6 +87,8 @@ def measure_prompt(page, url: str, label: str, settings: Settings, verifier: str
     done = next(e["t"] for e in own["status"] if e["text"].startswith("Done"))
     row = {"prompt": label, "T": (done - start) / 1000, "words": _after(own["words"], done),
            "line": _after(own["line"], done)}
+    page.wait_for_function("() => window.__own.charts !== null", timeout=timeout_s * 1000, polling=250)
+    row["charts"] = _after(page.evaluate("() => window.__own.charts"), done)  # the reliability charts
     page.wait_for_timeout(500)
     page.evaluate(OBSERVE)
     moves = []
@@ -122,14 +126,16 @@ def _ratio(row: dict, key: str) -> str:
 
 def table(rows: list[dict]) -> str:
     lines = ["| prompt | T (s) | T, the run's decoding / `python -m core` | words differing after Done | "
-             "τ_accept line after Done | far moves median / max |", "|---|---|---|---|---|---|"]
+             "τ_accept line after Done | reliability charts after Done | far moves median / max |",
+             "|---|---|---|---|---|---|---|"]
     for r in rows:
         ratio = functools.partial(_ratio, r)
         med, top = statistics.median(r["moves"]), max(r["moves"])
         verdict = "met" if med <= 1.0 and top <= 3.0 else "missed"
         cli = (f"{r['T'] / r['cli']:.2f} / {r['decode'] / r['cli']:.2f} ({r['cli']:.1f} s)" if r.get("cli") and
                r.get("decode") else "not run")
-        lines.append(f"| {r['prompt']} | {r['T']:.1f} | {cli} | {ratio('words')} | {ratio('line')} | "
+        charts = f"{r['charts']:.1f} s = {r['charts'] / r['T']:.2f} T" if r.get("charts") is not None else "not seen"
+        lines.append(f"| {r['prompt']} | {r['T']:.1f} | {cli} | {ratio('words')} | {ratio('line')} | {charts} | "
                      f"{med:.2f} / {top:.2f} s ({verdict}, target ≤ 1 / 3 s) |")
     return "\n".join(lines)
 
