@@ -51,7 +51,7 @@ FAR = (0.4, 0.95, 0.5, 0.35, 0.9, 0.45)
 TARGETS = {"words": 0.3, "line": 2.0}
 """Targets as multiples of T after Done; far moves: median 1 s, max 3 s."""
 STAMPS = """() => {
-  const s = window.__own = {status: [], words: null, line: null, charts: null};
+  const s = window.__own = {status: [], words: null, line: null, charts: null, emptied: false};
   const text = (sel) => (document.querySelector(sel) || {}).innerText || '';
   const look = () => {
     const now = performance.now(), status = text('#viasd-status');
@@ -61,7 +61,9 @@ STAMPS = """() => {
     const values = Array.from(document.querySelectorAll('#viasd-headline .value')).map((e) => e.innerText);
     if (s.words === null && values.length > 2 && /%/.test(values[2])) s.words = now;
     if (s.line === null && /τ_accept line at [^:]*: all \\d+ notches ready/.test(text('#viasd-notch'))) s.line = now;
-    if (s.charts === null && document.querySelector('#viasd-conf-plot .barlayer .point')) s.charts = now;
+    const bars = !!document.querySelector('#viasd-conf-plot .barlayer .point');  // the run's final update empties
+    if (!bars) s.emptied = true;  // the chart (its data comes later); an earlier screen's bars do not count
+    if (s.charts === null && s.emptied && bars) s.charts = now;
   };
   new MutationObserver(look).observe(document.body, {subtree: true, childList: true, characterData: true});
   setInterval(look, 100);
