@@ -4,8 +4,9 @@ A point the memo has not seen needs the model for every prefix it has not visite
 one already computed is drawn in the browser in a frame. So after each live run the app works through the
 run's grid (app.grids.RunGrid: τ_accept notches, the τ_slim values that matter, γ at three values) in the
 background: first every notch of the τ_accept line the visitor looks at (the run's τ_slim and γ, or the last
-re-route's), nearest first, then the rest nearest first; each finished point lands in the grid, and the page picks
-it up (app.views.page_grid). The points are computed on the model thread (app.model_thread.in_background: one
+re-route's), nearest first, then the run's reliability data where its page left it for later (app.late_reliability),
+then the rest nearest first; each finished point lands in the grid, and the page picks it up (app.views.page_grid).
+The points are computed on the model thread (app.model_thread.in_background: one
 OpenMP team for all model work), while no model event holds or waits for the turn; a small driver thread, which runs
 no model, hands them there. Any model event stops the job at its next round, so foreground runs, and "Run it live"
 in particular, never share the CPU with it; after a run, its grid goes first and the grids of earlier runs (other

@@ -4,7 +4,9 @@ Knows nothing about widgets: it yields dicts like `{"tokens": html, "status": li
 maps names to components. `app.tools.live_benchmark` drives the same stream without a browser.
 While tokens stream only the text and the status are sent; the text is "Done" as soon as it is done, and
 fidelity and reliability are measured after it (the cards say so meanwhile); metrics, charts and files go
-once, at the end. A re-route to a point of the run's grid that is already computed (recorded or
+once, at the end. A browser page's VIA-SD run leaves its reliability data to the background, after the τ_accept
+line (`_reliability`): its charts follow with the page's poll (`reliability_update`).
+A re-route to a point of the run's grid that is already computed (recorded or
 prefetched) runs no model: its trace is drawn as it is (app.run_views.computed_update).
 """
 
@@ -222,14 +224,12 @@ def _reliability(bundle: ModelBundle, trace: Trace, phase: str, session: str) ->
     reads the last update alone, so its run measures them here, as does any other mode (no grid to wait for)."""
     grid = GRIDS.find(trace.prompt, trace.config, models_of(trace)) if trace.config.mode == "via" else None
     if grid is not None and grid.reliability is not None:  # this run's text, measured before
-        LATE.wait_for(session, None)
         return grid.reliability
     if trace.config.mode == "via" and FEED.is_page(session):
         grid = GRIDS.for_trace(trace)
         grid.reliability_later = True
         LATE.wait_for(session, grid)
         return None
-    LATE.wait_for(session, None)
     yield {**text_update(trace, phase), "status": status_line(trace, phase) + " · measuring reliability…"}
     return measure_reliability(bundle, trace, trace.config)
 

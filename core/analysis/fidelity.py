@@ -34,7 +34,7 @@ from core.trace import Fidelity, Trace
 def _full_scorer(bundle: ModelBundle, use_memo: bool, one_at_a_time: bool = False) -> Scorer:
     verifier = bundle.verifier
     route = resolve_route("full", verifier.model.config)
-    name = verifier.name
+    name = verifier.identity  # the engine's key (name and quantisation): the run's memo rows and KV caches serve here
     if one_at_a_time and next(verifier.model.parameters()).dtype not in (torch.float32, torch.float64):
         # In bf16 a k-token pass rounds differently from k one-token passes: the reference must not read back
         # the run's own batched verdicts from the memo, or every lossless run would look identical to it.
