@@ -98,8 +98,8 @@ class RunGrid:
         return [p for p in self.grid.line_first(self.focus or Point.of(self.config)) if p.key not in done]
 
     def reliability_due(self) -> bool:
-        """The run left its reliability to the background (its page waited for nothing) and the τ_accept line in
-        view is computed: three teacher-forced passes, then the rest of the grid."""
+        """The run left its reliability data to the background (so its page did not wait for it) and the τ_accept
+        line in view is computed: now its three teacher-forced passes, then the rest of the grid."""
         ready, notches = self.line_ready()
         return self.reliability_later and self.reliability is None and ready == notches
 
