@@ -27,7 +27,10 @@ import time
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
-from app import fidelity_cache  # noqa: E402  (after the analytics default)
+from app import (
+    fidelity_cache,  # noqa: E402  (after the analytics default)
+    recorded,  # noqa: E402
+)
 from app.grids import GRIDS, models_of  # noqa: E402
 from app.model_thread import on_model_thread  # noqa: E402
 from app.prefetch import PREFETCHER  # noqa: E402
@@ -76,9 +79,18 @@ def settings_for(prompt: str, tokens: int) -> Settings:
                     slim_route="calibrated-slim", gamma=4, tau_accept=0.8, tau_slim=0.55, max_new_tokens=tokens)
 
 
-def measure_prompt(page, url: str, label: str, settings: Settings, verifier: str, timeout_s: float) -> dict:
+def opening_settings(prompt: str, tokens: int) -> tuple[Settings, tuple[str, str, str]]:
+    """The run a visitor makes by typing a prompt on the opening screen and pressing Run (the issue's own case): the
+    recorded pair's settings and models (the 0.5B drafter, γ 6, τ_slim off) with this prompt."""
+    grid = recorded.load(recorded.PRESETS["opening"])
+    return Settings.of(grid.config, prompt).with_(max_new_tokens=tokens), recorded.models_named(grid.recorded)
+
+
+def measure_prompt(page, url: str, label: str, settings: Settings, models: tuple[str, str, str],
+                   timeout_s: float) -> dict:
     """One prompt: open its run link, stamp T / words / line, then time the far moves."""
-    page.goto(url + query_of(settings, run=True, models=(verifier, "")), wait_until="commit")
+    page.goto(url + query_of(settings, run=True, models=models[:2], drafter_quant=models[2] or None),
+              wait_until="commit")
     page.wait_for_function("() => !!document.querySelector('#viasd-status')", timeout=60_000)
     page.evaluate(STAMPS)
     page.wait_for_function("() => window.__own.line !== null || (window.__own.status.some(e => /^Done/.test(e.text))"
@@ -162,6 +174,8 @@ def main() -> None:
                         help="decode words differing's reference plainly, as before the fast reference (a baseline)")
     parser.add_argument("--no-kv-reuse", action="store_true",
                         help="start every run's KV caches empty, as before the KV pool (a baseline)")
+    parser.add_argument("--opening", action="store_true",
+                        help="the opening screen's recorded pair and settings instead of the verifier alone")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for one prompt's line")
     args = parser.parse_args()
     if args.dtype:
@@ -172,6 +186,11 @@ def main() -> None:
         fidelity_cache.exact_reference = functools.partial(exact_reference, use_memo=False)
     from playwright.sync_api import sync_playwright
 
+    def run_of(prompt: str) -> tuple[Settings, tuple[str, str, str]]:
+        if args.opening:
+            return opening_settings(prompt, args.tokens)
+        return settings_for(prompt, args.tokens), (args.verifier, "", "")
+
     before = os.getloadavg()
     demo, url = launch()
     rows = []
@@ -181,15 +200,15 @@ def main() -> None:
             page = browser.new_page(viewport={"width": 1366, "height": 900})
             for label, prompt in PROMPTS.items():
                 if args.only in label:
-                    rows.append(measure_prompt(page, url, label, settings_for(prompt, args.tokens), args.verifier,
-                                               args.timeout))
+                    rows.append(measure_prompt(page, url, label, *run_of(prompt), args.timeout))
                     print(table(rows[-1:]), flush=True)
             browser.close()
         PREFETCHER.clear()  # nothing runs beside the comparison
-        bundle = SESSIONS.choose("own-prompt-cli", args.verifier, "")
         for row in rows:
             prompt = PROMPTS[row["prompt"]]
-            row["cli"], row["decode"] = cli_wall(bundle, prompt, settings_for(prompt, args.tokens))
+            settings, models = run_of(prompt)
+            bundle = SESSIONS.choose("own-prompt-cli", models[0], models[1], drafter_quant=models[2] or None)
+            row["cli"], row["decode"] = cli_wall(bundle, prompt, settings)
     finally:
         PREFETCHER.stop()
         demo.close()
@@ -198,7 +217,8 @@ def main() -> None:
     print(table(rows))
     reference = "plain reference (baseline)" if args.plain_reference else "fast reference"
     reference += ", KV caches not reused (baseline)" if args.no_kv_reuse else ", KV caches reused between runs"
-    print(f"\n{args.verifier} ({args.dtype or 'auto'}), {args.tokens} new tokens, {reference}; "
+    which = "the opening's pair and settings" if args.opening else f"{args.verifier} alone, the self-drafter"
+    print(f"\n{which} ({args.dtype or 'auto'}), {args.tokens} new tokens, {reference}; "
           f"CPU: {cpu_class()}; load average "
           f"{before[0]:.2f} at the start, {after[0]:.2f} / {after[1]:.2f} / {after[2]:.2f} at the end; "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
