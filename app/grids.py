@@ -97,6 +97,14 @@ class RunGrid:
             done = set(self.traces)
         return [p for p in self.grid.line_first(self.focus or Point.of(self.config)) if p.key not in done]
 
+    def next_points(self, most: int) -> list[Point]:
+        """The points to compute next, side by side (core.sweeps.together): the notches of the line in view not
+        computed yet, nearest first, else the next `most` of the rest of the grid (`missing`)."""
+        missing = self.missing()
+        line = set(self.grid.line(self.focus or Point.of(self.config)))
+        in_view = [p for p in missing if p in line]
+        return (in_view or missing)[:most]
+
     def reliability_due(self) -> bool:
         """The run left its reliability data to the background (so its page did not wait for it) and the τ_accept
         line in view is computed: now its three teacher-forced passes, then the rest of the grid."""

@@ -4,8 +4,10 @@ A point the memo has not seen needs the model for every prefix it has not visite
 one already computed is drawn in the browser in a frame. So after each live run the app works through the
 run's grid (app.grids.RunGrid: τ_accept notches, the τ_slim values that matter, γ at three values) in the
 background: first every notch of the τ_accept line the visitor looks at (the run's τ_slim and γ, or the last
-re-route's), nearest first, then the run's reliability data where its page left it for later (app.late_reliability),
-then the rest nearest first; each finished point lands in the grid, and the page picks it up (app.views.page_grid).
+re-route's), then the run's reliability data where its page left it for later (app.late_reliability), then the rest
+nearest first. The points of a line (and then of each next batch) are computed side by side, their model passes
+shared (core.sweeps.together: a low notch's own branch is mostly one-token drafter passes, bound by reading the
+weights); each finished point lands in the grid, and the page picks it up (app.views.page_grid).
 The points are computed on the model thread (app.model_thread.in_background: one
 OpenMP team for all model work), while no model event holds or waits for the turn; a small driver thread, which runs
 no model, hands them there. Any model event stops the job at its next round, so foreground runs, and "Run it live"
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import logging
 import threading
 import time
@@ -28,9 +31,10 @@ from app.fidelity_cache import FIDELITY
 from app.grids import RunGrid
 from app.model_thread import in_background, model_wanted, on_model_thread_now, turn_borrowed
 from app.views.insight import measure_reliability
-from core import ModelBundle, generate
+from core import ModelBundle
 from core.round_policy import thresholds_apply
 from core.sweeps.grid import STEP, Point
+from core.sweeps.together import generate_together
 from core.trace import Trace
 
 log = logging.getLogger(__name__)
@@ -39,6 +43,8 @@ __all__ = ["PREFETCHER", "STEP", "Prefetcher", "tier_shares"]
 
 WANTED_POLL_S = 0.05
 """How often the driver looks whether the model event that stopped the points has ended."""
+TOGETHER = 16
+"""Points computed side by side at most, their passes shared (core.sweeps.together): a whole τ_accept line."""
 MAX_PENDING = 4
 """Unfinished grids kept queued: a newer run's grid goes first, then the earlier runs' (other visitors') resume."""
 
@@ -140,13 +146,16 @@ class Prefetcher:
                 grid.reliability = measure_reliability(bundle, grid.trace(Point.of(grid.config)), grid.config)
                 grid.reliability_later = False  # measured (or failed, and said so in the log): not again
                 continue
-            point = grid.missing()[0]  # asked afresh each point: a re-route may have moved the line in view
-            trace = generate(bundle, grid.prompt, point.apply(grid.config), should_stop=stop)
-            if trace.stop_reason == "cancelled" or stop():
-                break
-            FIDELITY.attach(bundle, trace)  # the page's words differing (cached per answer)
-            grid.add(point, trace)
+            points = grid.next_points(TOGETHER)  # asked afresh each time: a re-route may have moved the line in view
+            generate_together(bundle, grid.prompt, [p.apply(grid.config) for p in points], should_stop=stop,
+                              on_trace=functools.partial(self._landed, bundle, grid, points))
         return not cancel.is_set()
+
+    @staticmethod
+    def _landed(bundle: ModelBundle, grid: RunGrid, points: list[Point], i: int, trace: Trace) -> None:
+        """A point computed: its words differing measured (cached per answer), then it lands in the grid."""
+        FIDELITY.attach(bundle, trace)
+        grid.add(points[i], trace)
 
     def running(self) -> bool:
         thread = self._thread

@@ -30,6 +30,7 @@ from transformers.cache_utils import DynamicLayer
 
 from core.decoding.confidence import confidences
 from core.decoding.sampling import Sampler
+from core.decoding.shared_pass import SHARED_PASSES
 from core.decoding.timing import Stopwatch
 from core.models.kv_pool import common_prefix
 from core.models.layer_routes import LayerRoute
@@ -92,9 +93,13 @@ class Scorer:
             if all(f is not None for f in found):
                 return torch.stack(found).to(self.device, torch.float32), call
         call.from_memo = False
-        with Stopwatch(self.device) as watch:
-            logits = self._forward(tokens, first, last)
-        call.wall_s = watch.seconds
+        shared = SHARED_PASSES.get()  # a run computed together with others: its passes go through one batch
+        if shared is not None:
+            logits, call.wall_s = shared.forward(self, tokens, first, last)
+        else:
+            with Stopwatch(self.device) as watch:
+                logits = self.forward(tokens, first, last)
+            call.wall_s = watch.seconds
         if self.memo is not None:
             self.memo.put_rows(self.memo_key, wanted, logits)  # in the model's dtype: exact, and compact
         return logits.float(), call
@@ -122,17 +127,31 @@ class Scorer:
             self.memo.caches.give(self.memo_key, self._cache, self._cache_tokens)
         self._cache, self._cache_tokens = full_history_cache(self.model.config), []
 
-    @torch.inference_mode()
-    def _forward(self, tokens: list[int], first: int, last: int) -> torch.Tensor:
+    @property
+    def cache(self) -> DynamicCache:
+        return self._cache
+
+    def prepare(self, tokens: list[int], first: int, last: int) -> int:
+        """Before a pass over tokens[:last]: the cache borrowed or rolled back; returns the positions it keeps (the
+        last prefix token is always run: its row is wanted)."""
         self._borrow(tokens[:last])
-        keep = self.rollback_to(tokens[:last], first - 1)  # the last prefix token is always run: its row is wanted
+        return self.rollback_to(tokens[:last], first - 1)
+
+    def took(self, tokens: list[int], last: int) -> None:
+        """After a pass: the cache holds tokens[:last]."""
+        self._cache_tokens = list(tokens[:last])
+
+    @torch.inference_mode()
+    def forward(self, tokens: list[int], first: int, last: int) -> torch.Tensor:
+        """Logits of rows first..last from the model (no memo), this scorer's cache advanced over tokens[:last]."""
+        keep = self.prepare(tokens, first, last)
         ids = torch.tensor([tokens[keep:last]], device=self.device)
         positions = torch.arange(keep, last, device=self.device).unsqueeze(0)
         wanted = last - first + 1  # only these rows go through the output head (logits_to_keep)
         with routed(self.route):
             out = self.model(input_ids=ids, position_ids=positions, cache=self._cache, use_cache=True,
                              logits_to_keep=wanted)
-        self._cache_tokens = list(tokens[:last])
+        self.took(tokens, last)
         return out.logits[0, -wanted:]  # the model's own dtype; callers get fp32 (score)
 
     def _crop(self, length: int) -> None:

@@ -58,6 +58,17 @@ def test_a_re_route_moves_the_line_computed_next(bundle: ModelBundle) -> None:
     assert grid.line_ready() == (0, 6)
 
 
+def test_the_line_in_view_is_computed_together_before_the_rest(bundle: ModelBundle) -> None:
+    grid = run_grid(fresh(bundle))
+    line = GRID.line(Point(0.6, 0.4, 3))
+    assert grid.next_points(16) == line[1:], "every notch not computed yet, nearest first, in one batch"
+    assert grid.next_points(2) == line[1:3]
+    for point in line:
+        grid.add(point, grid.trace(Point.of(CONFIG)))
+    rest = grid.next_points(16)
+    assert len(rest) == 16 and not set(rest) & set(line) and rest == grid.missing()[:16]
+
+
 def test_the_prefetch_computes_the_line_in_view_first(bundle: ModelBundle) -> None:
     models = fresh(bundle)  # held here, as the sessions hold a loaded bundle (the queue keeps a weak reference)
     grid = run_grid(models)
@@ -68,15 +79,15 @@ def test_the_prefetch_computes_the_line_in_view_first(bundle: ModelBundle) -> No
         time.sleep(0.05)
     prefetch.stop()
     computed = [key for key, _ in grid.computed()]
-    assert computed[:6] == [p.key for p in GRID.line(Point(0.6, 0.4, 3))]
+    assert set(computed[:6]) == {p.key for p in GRID.line(Point(0.6, 0.4, 3))}, "the whole line before the rest"
     assert grid.line_ready() == (6, 6)
     assert len(computed) < GRID.points().__len__(), "stopped before the whole grid"
 
 
 def test_the_points_are_computed_on_the_model_thread(bundle: ModelBundle, monkeypatch) -> None:
     """One OpenMP team for all model work: a second thread running torch slows both (app.model_thread)."""
-    from app import prefetch as module
     from app.model_thread import NAME
+    from core.sweeps import together
 
     threads = set()
 
@@ -84,7 +95,7 @@ def test_the_points_are_computed_on_the_model_thread(bundle: ModelBundle, monkey
         threads.add(threading.current_thread().name)
         return generate(*args, **kwargs)
 
-    monkeypatch.setattr(module, "generate", traced)
+    monkeypatch.setattr(together, "generate", traced)
     models = fresh(bundle)
     grid = run_grid(models)
     prefetch = Prefetcher()

@@ -1,0 +1,156 @@
+"""One forward pass for several runs' scorers of one model and route: their rows share one read of the weights.
+
+Why: on a CPU a pass over one or a few new tokens is bound by reading the weights, so the passes of several
+runs (grid points computed together, core.sweeps.together) cost little more than one when their tokens go
+through the linear layers as one batch. Attention is the one step where rows of different runs must not meet:
+each run attends over its own KV cache, with the call (shapes and mask) its own pass would make, so only the
+linear layers see the batch.
+
+How: the runs' new tokens are left-padded into one batch (each run's rows end at the last row, so the wanted
+logits are the last rows of every run). `SharedCache` stands in for the KV cache: each layer's new keys and
+values go to each run's own cache, and it hands the attention the runs' own keys and values. The model runs
+with the attention function `viasd_shared` (no mask is built for the batch), which calls the model's own
+attention function once per run with the mask that run's own pass builds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+from torch.nn import functional
+from transformers import AttentionInterface
+from transformers.masking_utils import create_causal_mask, create_sliding_window_causal_mask
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+from core.models.restricted_head import RestrictedHead
+from core.models.routed_layers import routed
+
+NAME = "viasd_shared"
+SHARED_PASSES: contextvars.ContextVar[object | None] = contextvars.ContextVar("shared_passes", default=None)
+"""Where a scorer sends its passes when its run is computed together with others (core.sweeps.together);
+None: it runs them itself."""
+CHECKED_FAMILIES = frozenset({"llama", "qwen2", "qwen3", "mistral"})
+"""Model families whose decoder layers are known to hand the cache's keys and values straight to attention
+(tests/decoding/test_shared_pass.py); others run their passes one by one."""
+
+
+@dataclass
+class Request:
+    """One scorer's pass: the logits of rows first..last of `tokens` (Scorer.predict's arguments)."""
+
+    scorer: object
+    tokens: list[int]
+    first: int
+    last: int
+
+
+@dataclass
+class _Run:
+    """One run inside the batch: its own cache, its leading pad rows and the masks its own pass would get."""
+
+    cache: object
+    pad: int
+    masks: dict[str, torch.Tensor | None]
+
+
+class _PerRun(list):
+    """The keys (or values) of every run of a batch at one layer, each over its own cache."""
+
+
+class SharedCache:
+    """The batch's stand-in for a KV cache: a layer's new keys and values of row b go to run b's own cache."""
+
+    def __init__(self, runs: list[_Run]) -> None:
+        self.runs = runs
+
+    def update(self, keys: torch.Tensor, values: torch.Tensor, layer_idx: int, *args: object,
+               **kwargs: object) -> tuple[_PerRun, _PerRun]:
+        all_keys, all_values = _PerRun(), _PerRun()
+        for b, run in enumerate(self.runs):
+            k, v = run.cache.update(keys[b:b + 1, :, run.pad:], values[b:b + 1, :, run.pad:], layer_idx)
+            all_keys.append(k)
+            all_values.append(v)
+        return all_keys, all_values
+
+
+_BATCH: contextvars.ContextVar[tuple[list[_Run], object] | None] = contextvars.ContextVar("shared_batch",
+                                                                                          default=None)
+
+
+def shared_attention_forward(module: torch.nn.Module, query: torch.Tensor, key: _PerRun, value: _PerRun,
+                             attention_mask: object, **kwargs: object) -> tuple[torch.Tensor, None]:
+    """transformers' attention signature over a batch of runs: each run's rows attend over its own keys with its
+    own mask, through the model's own attention function; rows come back left-padded as they went in."""
+    runs, attention = _BATCH.get()
+    layer_types = getattr(module.config, "layer_types", None)
+    kind = layer_types[module.layer_idx] if layer_types else "full_attention"
+    outputs = []
+    for b, run in enumerate(runs):
+        out, _ = attention(module, query[b:b + 1, :, run.pad:], key[b], value[b], run.masks.get(kind), **kwargs)
+        outputs.append(functional.pad(out, (0, 0, 0, 0, run.pad, 0)))  # (1, rows, heads, dim): pad rows first again
+    return torch.cat(outputs), None
+
+
+def can_share(model: torch.nn.Module) -> bool:
+    """Whether runs may share this model's passes: a checked family, and no restricted output head (it tracks the
+    text's tokens from the pass's input ids, which a batch would mix)."""
+    return (getattr(model.config, "model_type", None) in CHECKED_FAMILIES
+            and not isinstance(model.get_output_embeddings(), RestrictedHead))
+
+
+def _masks(model: torch.nn.Module, cache: object, rows: int, positions: torch.Tensor) -> dict:
+    """The masks the model builds for one run's own pass of `rows` new tokens over `cache` (same call)."""
+    embeds = torch.empty(1, rows, 1, dtype=model.dtype, device=positions.device)  # only shape, dtype, device read
+    args = dict(config=model.config, inputs_embeds=embeds, attention_mask=None, cache=cache, position_ids=positions)
+    masks = {"full_attention": create_causal_mask(**args)}
+    if "sliding_attention" in (getattr(model.config, "layer_types", None) or ()):
+        masks["sliding_attention"] = create_sliding_window_causal_mask(**args)
+    return masks
+
+
+@contextlib.contextmanager
+def _attention_switched(model: torch.nn.Module) -> Iterator[object]:
+    """The model attends through `viasd_shared` for one pass; yields its own attention function."""
+    if NAME not in AttentionInterface._global_mapping:
+        AttentionInterface.register(NAME, shared_attention_forward)
+    own = model.config._attn_implementation
+    model.config._attn_implementation = NAME
+    try:
+        yield ALL_ATTENTION_FUNCTIONS[own]
+    finally:
+        model.config._attn_implementation = own
+
+
+@torch.inference_mode()
+def forward_together(requests: list[Request]) -> list[torch.Tensor]:
+    """The logits each request asks for (Scorer.predict's rows, the model's dtype), all scorers of one model and
+    route in one pass. Each scorer's KV cache advances as its own pass would have advanced it."""
+    first = requests[0].scorer
+    if len(requests) == 1 or not can_share(first.model):
+        return [r.scorer.forward(r.tokens, r.first, r.last) for r in requests]
+    keeps = [r.scorer.prepare(r.tokens, r.first, r.last) for r in requests]
+    rows = max(r.last - k for r, k in zip(requests, keeps, strict=True))
+    ids = torch.zeros(len(requests), rows, dtype=torch.long)
+    positions = torch.zeros(len(requests), rows, dtype=torch.long)
+    runs = []
+    for b, (r, keep) in enumerate(zip(requests, keeps, strict=True)):
+        pad = rows - (r.last - keep)
+        ids[b, pad:] = torch.tensor(r.tokens[keep:r.last])
+        positions[b] = torch.arange(keep - pad, r.last).clamp(min=0)  # pad rows: any position, never attended
+        runs.append(_Run(r.scorer.cache, pad, _masks(first.model, r.scorer.cache, r.last - keep,
+                                                    positions[b:b + 1, pad:])))
+    wanted = [r.last - r.first + 1 for r in requests]
+    with _attention_switched(first.model) as attention, routed(first.route):
+        token = _BATCH.set((runs, attention))
+        try:
+            out = first.model(input_ids=ids.to(first.device), position_ids=positions.to(first.device),
+                              cache=SharedCache(runs), use_cache=True, logits_to_keep=max(wanted))
+        finally:
+            _BATCH.reset(token)
+    for r in requests:
+        r.scorer.took(r.tokens, r.last)
+    return [out.logits[b, -w:] for b, w in enumerate(wanted)]
