@@ -100,7 +100,10 @@ class FidelityCache:
             known = (*answer, tuple(trace.token_ids)) in self._fidelity or answer in self._reference
         if known or exact_arithmetic(bundle):
             return False
-        twin = classic_sd_twin(bundle, trace)
+        with self._lock:
+            twin = self._twins.get(self._twin_key(answer, trace))  # the points of one line share the run's twin
+        if twin is None:
+            twin = classic_sd_twin(bundle, trace)
         if twin is None:
             return False
         self._remember(self._twins, self._twin_key(answer, trace), twin)

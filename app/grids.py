@@ -52,6 +52,7 @@ class RunGrid:
     traces: dict[str, Trace] = field(default_factory=dict)  # point key -> trace, in the order computed
     reliability: ReliabilityData | None = None  # teacher-forced signals of the run's own text
     reliability_later: bool = field(default=False, compare=False)  # measured by the background after the line
+    reference_later: bool = field(default=False, compare=False)  # the plain reference too (reduced precision)
     recorded: dict[str, Any] | None = None  # a shipped sweep's meta (models, machine, date, command)
     page: Any = field(default=None, repr=False, compare=False)  # its page encoding (app/views/page_grid.page_of)
     focus: Point | None = field(default=None, compare=False)  # where the sliders look (None: the run's own point)
@@ -110,6 +111,16 @@ class RunGrid:
         line in view is computed: now its three teacher-forced passes, then the rest of the grid."""
         ready, notches = self.line_ready()
         return self.reliability_later and self.reliability is None and ready == notches
+
+    def reference_due(self) -> bool:
+        """The run left the full model's plain answer to the background (reduced precision: a pass per token, longer
+        than the line itself) and the τ_accept line in view is computed: decode it now, then the rest of the grid."""
+        ready, notches = self.line_ready()
+        return self.reference_later and ready == notches
+
+    def later_due(self) -> bool:
+        """Something the run left for after its line is due now (`reliability_due`, `reference_due`)."""
+        return self.reliability_due() or self.reference_due()
 
     def pace_s(self) -> float:
         """Seconds a point not computed yet takes, at this run's measured pace: the median wall time of the

@@ -1,4 +1,5 @@
-"""Which browser page still waits for its run's reliability data, measured in the background after the line.
+"""Which browser page still waits for its run's reliability data (and, in reduced precision, its plain reference),
+measured in the background after the line.
 
 A VIA-SD run on a browser page leaves its three teacher-forced passes (the confidence and reliability charts, the
 predicted tier shares) to the background, after the τ_accept line in view (app.prefetch): on two cores they took
@@ -42,7 +43,7 @@ class LateReliability:
             wanted = self._waiting.get(session)
         grid = self._grids.by_id(wanted) if wanted is not None else None
         failed = grid is None or (grid.reliability is None and not grid.reliability_later)
-        if grid is not None and grid.reliability is None and not failed:
+        if grid is not None and not failed and (grid.reliability is None or grid.reference_later):
             return None
         with self._lock:
             self._waiting.pop(session, None)

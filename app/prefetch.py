@@ -83,7 +83,7 @@ class Prefetcher:
         """Start computing the points `grid` still misses (VIA-SD only: other modes ignore the thresholds), then
         those of the earlier runs' grids still unfinished (`MAX_PENDING`, newest first); False when `grid` has
         nothing to compute or the job cannot start now (it is queued, and the next run's job goes on to it)."""
-        if not thresholds_apply(grid.config.mode) or not (grid.missing() or grid.reliability_due()):
+        if not thresholds_apply(grid.config.mode) or not (grid.missing() or grid.later_due()):
             return False
         with self._lock:
             self._pending = [(weakref.ref(bundle), grid),
@@ -105,7 +105,7 @@ class Prefetcher:
         """The newest queued grid that still misses points (finished ones leave the queue)."""
         with self._lock:
             self._pending = [(b, g) for b, g in self._pending
-                             if b() is not None and (g.missing() or g.reliability_due())]
+                             if b() is not None and (g.missing() or g.later_due())]
             self._number()
             bundle, grid = self._pending[0] if self._pending else (lambda: None, None)
         found = bundle()
@@ -146,6 +146,9 @@ class Prefetcher:
                 grid.reliability = measure_reliability(bundle, grid.trace(Point.of(grid.config)), grid.config)
                 grid.reliability_later = False  # measured (or failed, and said so in the log): not again
                 continue
+            if grid.reference_due():
+                self._reference(bundle, grid)
+                continue
             points = grid.next_points(TOGETHER)  # asked afresh each time: a re-route may have moved the line in view
             generate_together(bundle, grid.prompt, [p.apply(grid.config) for p in points], should_stop=stop,
                               on_trace=functools.partial(self._landed, bundle, grid, points))
@@ -153,9 +156,23 @@ class Prefetcher:
 
     @staticmethod
     def _landed(bundle: ModelBundle, grid: RunGrid, points: list[Point], i: int, trace: Trace) -> None:
-        """A point computed: its words differing measured (cached per answer), then it lands in the grid."""
-        FIDELITY.attach(bundle, trace)
+        """A point computed: its words differing measured (cached per answer), then it lands in the grid. While the
+        run's plain reference waits for after the line, against the run's classic-SD twin, as the run's own was."""
+        if not (grid.reference_later and FIDELITY.tiers_first(bundle, trace)):
+            FIDELITY.attach(bundle, trace)
         grid.add(points[i], trace)
+
+    @staticmethod
+    def _reference(bundle: ModelBundle, grid: RunGrid) -> None:
+        """After the line: the full model's plain answer, then the run's and every computed point's words differing
+        against it, numerics apart from tiers (the same measure as every later point's); the pages that hold the
+        grid are sent it again (app.late_reliability). Not interruptible: about a pass per token."""
+        try:
+            for _, trace in grid.computed():
+                FIDELITY.attach(bundle, trace)  # the first decodes the reference, the rest read it
+        finally:
+            grid.reference_later = False
+            grid.page = None  # re-encoded with the new numbers
 
     def running(self) -> bool:
         thread = self._thread

@@ -43,10 +43,10 @@
     }
     const d = typeof text === "string" ? JSON.parse(text) : text;
     const g = V.grid;
-    if (d.kind === "grid") {
+    if (d.kind === "grid" || (d.kind === "refresh" && g && g.id === d.id)) {
       V.grid = {...d, points: {...d.points}, order: [...d.order]};
-      V.shown = null; V.wantSlim = null;  // a new run: its own point, as the server drew it
-    }
+      if (d.kind === "grid") { V.shown = null; V.wantSlim = null; }  // a new run: its own point, as the server drew
+    }  // a refresh: the same run's grid with new numbers, drawn where the visitor looks
     else if (g && g.id === d.id && d.texts_from === g.texts.length && d.kinds_from === g.kinds.length) {
       g.texts.push(...d.texts); g.kinds.push(...d.kinds); Object.assign(g.points, d.points);
       g.order.push(...d.order); g.ready = d.ready; g.pace = d.pace; g.ahead = d.ahead;

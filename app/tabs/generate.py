@@ -36,8 +36,9 @@ OUTPUTS = ("tokens", "status", "legend", "metrics", "metrics_json", "conf_plot",
            "headline", "why", "prediction", "breakeven_plot", "reliability_plot", "strip_plot", "reliability", "effect",
            "effect_button", "grid_data", "grid_timer")
 """Output names of /generate, /rerun_real and /reroute in API order (/reroute adds "tradeoff_plot")."""
-RELIABILITY_OUTPUTS = ("conf_plot", "reliability_plot", "prediction", "reliability")
-"""What a browser page's run receives after the τ_accept line (app.streaming.reliability_update)."""
+RELIABILITY_OUTPUTS = ("conf_plot", "reliability_plot", "prediction", "reliability", "headline", "metrics")
+"""What a browser page's run receives after the τ_accept line (app.streaming.reliability_update), besides the grid
+sent again (its words differing against the full model's plain answer, where that was decoded after the line)."""
 THREE_TIER_LABEL = "Show the trade-off: the Qwen2.5-Coder pair, recorded"
 RECORDED_BUTTONS = (("opening", "Qwen pair: the trade-off"), ("lookup", "Prompt lookup: fastest exact"),
                     ("three-tier", "Three tiers, SmolLM2"))
@@ -183,6 +184,8 @@ class GenerateTab:
         session = session_id(request)
         data, timer = self.notch.more(session)
         update = streaming.reliability_update(session, trace)
+        if update is not None:
+            data = update["grid_data"]
         return data, timer, *(gr.skip() if update is None else update[name] for name in RELIABILITY_OUTPUTS)
 
     def tier_sliders(self, mode: str) -> dict:

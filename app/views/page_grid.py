@@ -202,11 +202,14 @@ def page_of(grid: RunGrid) -> PageGrid:
         return grid.page
 
 
-def page_json(grid: RunGrid | None, since: Cursor | None = None) -> tuple[str, Cursor | None]:
-    """The page data as the hidden data component's value ("" for no grid) and the cursor it leaves."""
+def page_json(grid: RunGrid | None, since: Cursor | None = None, refresh: bool = False) -> tuple[str, Cursor | None]:
+    """The page data as the hidden data component's value ("" for no grid) and the cursor it leaves; `refresh`: the
+    whole grid for a page that holds it, drawn where its visitor looks (kind "refresh", not "grid")."""
     if grid is None:
         return "", None
     data, cursor = page_of(grid).payload(since)
+    if refresh:
+        data["kind"] = "refresh"
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False), cursor
 
 
@@ -220,9 +223,10 @@ class PageFeed:
         self._cursors: dict[str, Cursor] = {}
         self._pages: dict[str, None] = {}  # sessions that are browser pages (an API client's session draws nothing)
 
-    def full(self, session: str, grid: RunGrid | None) -> str:
-        """The whole grid for this session's page (it replaces whatever the page held)."""
-        text, cursor = page_json(grid)
+    def full(self, session: str, grid: RunGrid | None, refresh: bool = False) -> str:
+        """The whole grid for this session's page (it replaces whatever the page held; `refresh`: the same run's grid
+        with new numbers, drawn where the visitor looks)."""
+        text, cursor = page_json(grid, refresh=refresh)
         self._remember(session, cursor)
         return text
 

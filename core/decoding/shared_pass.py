@@ -6,11 +6,12 @@ through the linear layers as one batch. Attention is the one step where rows of 
 each run attends over its own KV cache, with the call (shapes and mask) its own pass would make, so only the
 linear layers see the batch.
 
-How: the runs' new tokens are left-padded into one batch (each run's rows end at the last row, so the wanted
-logits are the last rows of every run). `SharedCache` stands in for the KV cache: each layer's new keys and
-values go to each run's own cache, and it hands the attention the runs' own keys and values. The model runs
-with the attention function `viasd_shared` (no mask is built for the batch), which calls the model's own
-attention function once per run with the mask that run's own pass builds.
+How: the runs' new tokens are packed into one sequence, each run a span of it with its own positions (no padding:
+the linear layers see exactly the rows the runs' own passes would, and only the wanted rows reach the output
+head). `SharedCache` stands in for the KV cache: each layer's new keys and values of a span go to that run's own
+cache, and it hands the attention the runs' own keys and values. The model runs with the attention function
+`viasd_shared` (no mask is built for the packed sequence), which calls the model's own attention function once
+per run with the mask that run's own pass builds.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
-from torch.nn import functional
 from transformers import AttentionInterface
 from transformers.masking_utils import create_causal_mask, create_sliding_window_causal_mask
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
@@ -50,10 +50,11 @@ class Request:
 
 @dataclass
 class _Run:
-    """One run inside the batch: its own cache, its leading pad rows and the masks its own pass would get."""
+    """One run inside the packed pass: its own cache, its span of rows and the masks its own pass would get."""
 
     cache: object
-    pad: int
+    start: int
+    stop: int
     masks: dict[str, torch.Tensor | None]
 
 
@@ -62,7 +63,7 @@ class _PerRun(list):
 
 
 class SharedCache:
-    """The batch's stand-in for a KV cache: a layer's new keys and values of row b go to run b's own cache."""
+    """The packed pass's stand-in for a KV cache: a layer's new keys and values of a run's span go to its own cache."""
 
     def __init__(self, runs: list[_Run]) -> None:
         self.runs = runs
@@ -70,8 +71,8 @@ class SharedCache:
     def update(self, keys: torch.Tensor, values: torch.Tensor, layer_idx: int, *args: object,
                **kwargs: object) -> tuple[_PerRun, _PerRun]:
         all_keys, all_values = _PerRun(), _PerRun()
-        for b, run in enumerate(self.runs):
-            k, v = run.cache.update(keys[b:b + 1, :, run.pad:], values[b:b + 1, :, run.pad:], layer_idx)
+        for run in self.runs:
+            k, v = run.cache.update(keys[:, :, run.start:run.stop], values[:, :, run.start:run.stop], layer_idx)
             all_keys.append(k)
             all_values.append(v)
         return all_keys, all_values
@@ -83,16 +84,16 @@ _BATCH: contextvars.ContextVar[tuple[list[_Run], object] | None] = contextvars.C
 
 def shared_attention_forward(module: torch.nn.Module, query: torch.Tensor, key: _PerRun, value: _PerRun,
                              attention_mask: object, **kwargs: object) -> tuple[torch.Tensor, None]:
-    """transformers' attention signature over a batch of runs: each run's rows attend over its own keys with its
-    own mask, through the model's own attention function; rows come back left-padded as they went in."""
+    """transformers' attention signature over packed runs: each run's rows attend over its own keys with its own
+    mask, through the model's own attention function; (1, rows, heads, dim) back, the spans in order."""
     runs, attention = _BATCH.get()
     layer_types = getattr(module.config, "layer_types", None)
     kind = layer_types[module.layer_idx] if layer_types else "full_attention"
     outputs = []
     for b, run in enumerate(runs):
-        out, _ = attention(module, query[b:b + 1, :, run.pad:], key[b], value[b], run.masks.get(kind), **kwargs)
-        outputs.append(functional.pad(out, (0, 0, 0, 0, run.pad, 0)))  # (1, rows, heads, dim): pad rows first again
-    return torch.cat(outputs), None
+        out, _ = attention(module, query[:, :, run.start:run.stop], key[b], value[b], run.masks.get(kind), **kwargs)
+        outputs.append(out)
+    return torch.cat(outputs, dim=1), None
 
 
 def can_share(model: torch.nn.Module) -> bool:
@@ -132,25 +133,25 @@ def forward_together(requests: list[Request]) -> list[torch.Tensor]:
     first = requests[0].scorer
     if len(requests) == 1 or not can_share(first.model):
         return [r.scorer.forward(r.tokens, r.first, r.last) for r in requests]
-    keeps = [r.scorer.prepare(r.tokens, r.first, r.last) for r in requests]
-    rows = max(r.last - k for r, k in zip(requests, keeps, strict=True))
-    ids = torch.zeros(len(requests), rows, dtype=torch.long)
-    positions = torch.zeros(len(requests), rows, dtype=torch.long)
-    runs = []
-    for b, (r, keep) in enumerate(zip(requests, keeps, strict=True)):
-        pad = rows - (r.last - keep)
-        ids[b, pad:] = torch.tensor(r.tokens[keep:r.last])
-        positions[b] = torch.arange(keep - pad, r.last).clamp(min=0)  # pad rows: any position, never attended
-        runs.append(_Run(r.scorer.cache, pad, _masks(first.model, r.scorer.cache, r.last - keep,
-                                                    positions[b:b + 1, pad:])))
-    wanted = [r.last - r.first + 1 for r in requests]
+    ids: list[int] = []
+    positions: list[int] = []
+    runs, kept = [], []
+    for r in requests:
+        keep = r.scorer.prepare(r.tokens, r.first, r.last)
+        start = len(ids)
+        ids += r.tokens[keep:r.last]
+        positions += range(keep, r.last)
+        own = torch.arange(keep, r.last, device=first.device).unsqueeze(0)
+        runs.append(_Run(r.scorer.cache, start, len(ids), _masks(first.model, r.scorer.cache, r.last - keep, own)))
+        kept += range(len(ids) - (r.last - r.first + 1), len(ids))  # its wanted rows: the last of its span
     with _attention_switched(first.model) as attention, routed(first.route):
         token = _BATCH.set((runs, attention))
         try:
-            out = first.model(input_ids=ids.to(first.device), position_ids=positions.to(first.device),
-                              cache=SharedCache(runs), use_cache=True, logits_to_keep=max(wanted))
+            out = first.model(input_ids=torch.tensor([ids], device=first.device),
+                              position_ids=torch.tensor([positions], device=first.device), cache=SharedCache(runs),
+                              use_cache=True, logits_to_keep=torch.tensor(kept, device=first.device))
         finally:
             _BATCH.reset(token)
     for r in requests:
         r.scorer.took(r.tokens, r.last)
-    return [out.logits[b, -w:] for b, w in enumerate(wanted)]
+    return list(out.logits[0].split([r.last - r.first + 1 for r in requests]))

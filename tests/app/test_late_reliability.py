@@ -55,3 +55,33 @@ def test_the_warm_up_times_plain_on_its_own_text_so_the_run_still_measures_its_o
     run = generate(tiny, TEST_SETTINGS.prompt, TEST_SETTINGS.config(), replay=True)
     assert decode_pace(run) is not None, "no pass of the visitor's run was answered by the warm-up's memo rows"
     assert PaceKey.of_bundle(tiny) == PaceKey.of(run.models) and PLAIN_PACES.get(run.models) == pace
+
+
+def test_in_reduced_precision_a_pages_plain_reference_follows_the_line(tiny, monkeypatch) -> None:
+    """A pass per token, the plain reference took longer than the whole line: a page's run shows its words differing
+    against its classic-SD twin at once, the line's points are measured the same way, and after the line the
+    background decodes the plain answer, measures the run and every point against it, and the page is sent the
+    grid again, where it stands (kind "refresh")."""
+    from app import fidelity_cache
+
+    monkeypatch.setattr(fidelity_cache, "exact_arithmetic", lambda bundle: False)  # as bf16 is: twin != plain
+    FEED.page_opened("late-ref", None)
+    settings = TEST_SETTINGS.with_(prompt="a dog sat on a log. the cat sat on the mat. a dog", max_new_tokens=14)
+    seen = []
+    page = streaming.drain(streaming.run(settings, "late-ref", replay=True), seen.append)
+    assert not any("decoding the full model's plain answer" in u.get("status", "") for u in seen)
+    assert "plain answer (numerics apart) follow the τ_accept line" in page["status"]
+    run = page["trace"]
+    assert run.fidelity.against == "classic SD"
+    grid = GRIDS.for_trace(run)
+    assert grid.reference_later and not grid.reference_due(), "the line comes first"
+    for _ in range(3):
+        if grid.reference_later or grid.reliability is None:
+            PREFETCHER.wait(timeout=120)
+    assert not grid.reference_later and grid.line_ready()[0] == grid.line_ready()[1]
+    assert all(t.fidelity is not None and t.fidelity.against != "classic SD" for _, t in grid.computed()), \
+        "every point computed so far measured again against the plain answer"
+    shown = streaming.reliability_update("late-ref", run)
+    assert shown is not None and '"kind":"refresh"' in shown["grid_data"] and shown["headline"]
+    assert streaming.reliability_update("late-ref", run) is None, "once"
+    FEED.forget("late-ref")

@@ -11,7 +11,7 @@ import torch
 from tiny import tiny_bundle
 
 from core import DecodeConfig, generate
-from core.decoding.shared_pass import can_share
+from core.decoding.shared_pass import SharedCache, can_share
 from core.models.loading import ModelBundle
 from core.sweeps.codec import same_run
 from core.sweeps.together import generate_together
@@ -38,7 +38,7 @@ def _fresh(bundle: ModelBundle) -> ModelBundle:
 
 
 class _Calls:
-    """Counts a model's forward calls and the widest batch it saw."""
+    """Counts a model's forward calls and the runs the widest of them served."""
 
     def __init__(self, model: torch.nn.Module) -> None:
         self.count, self.widest = 0, 0
@@ -46,7 +46,8 @@ class _Calls:
 
     def _seen(self, _module: object, _args: tuple, kwargs: dict) -> None:
         self.count += 1
-        self.widest = max(self.widest, kwargs["input_ids"].shape[0])
+        cache = kwargs.get("cache")
+        self.widest = max(self.widest, len(cache.runs) if isinstance(cache, SharedCache) else 1)
 
 
 @pytest.mark.parametrize("family", ["llama", "qwen2", "qwen3", "mistral"])
