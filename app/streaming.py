@@ -35,7 +35,6 @@ from app.views.page_grid import FEED
 from core import ModelBundle, iter_generate, summarize
 from core.analysis.plain_pace import PLAIN_PACES, PROBE_TOKENS, warm_up
 from core.limits import RUN_TIME_BUDGET_S
-from core.sweeps.grid import Point
 from core.trace import Trace
 
 __all__ = ["LIVE", "drain", "export_files", "prediction", "reroute_refusal", "run", "status_line", "text_update"]
@@ -262,11 +261,11 @@ def reliability_update(session: str, trace: Trace | None) -> Update | None:
         return None
     data, config = grid.reliability, trace.config
     insight = insight_updates(None, trace, config, data)
-    run = grid.trace(Point.of(config)) or trace  # its words differing now against the plain answer, where that waited
-    text = text_update(run, "Done")
+    # the grid again, its words differing now against the plain answer where that came after the line: the page
+    # redraws the point it shows from it (a headline sent from here would overwrite another point the visitor chose)
     return {"conf_plot": insight["conf_plot"], "reliability_plot": insight["reliability_plot"], "reliability": data,
-            "prediction": prediction(trace, data, config.tau_accept, config.tau_slim), "headline": text["headline"],
-            "metrics": text["metrics"], "grid_data": FEED.full(session, grid, refresh=True)}
+            "prediction": prediction(trace, data, config.tau_accept, config.tau_slim),
+            "grid_data": FEED.full(session, grid, refresh=True)}
 
 
 def drain(updates: Iterator[Update], on_update: Callable[[Update], None] | None = None) -> Update:

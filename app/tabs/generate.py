@@ -36,7 +36,7 @@ OUTPUTS = ("tokens", "status", "legend", "metrics", "metrics_json", "conf_plot",
            "headline", "why", "prediction", "breakeven_plot", "reliability_plot", "strip_plot", "reliability", "effect",
            "effect_button", "grid_data", "grid_timer")
 """Output names of /generate, /rerun_real and /reroute in API order (/reroute adds "tradeoff_plot")."""
-RELIABILITY_OUTPUTS = ("conf_plot", "reliability_plot", "prediction", "reliability", "headline", "metrics")
+RELIABILITY_OUTPUTS = ("conf_plot", "reliability_plot", "prediction", "reliability")
 """What a browser page's run receives after the τ_accept line (app.streaming.reliability_update), besides the grid
 sent again (its words differing against the full model's plain answer, where that was decoded after the line)."""
 THREE_TIER_LABEL = "Show the trade-off: the Qwen2.5-Coder pair, recorded"

@@ -34,20 +34,32 @@ class _Hub:
 
     def __init__(self) -> None:
         self.waiting: list[tuple[greenlet.greenlet, Request]] = []
+        self.scorers: dict[greenlet.greenlet, set] = {}  # each run's scorers that asked for a pass
         self.passes = 0  # batched passes run (a benchmark's count)
 
     def forward(self, scorer: object, tokens: list[int], first: int, last: int) -> tuple[object, float]:
         """Called by a run's scorer (Scorer.predict): wait for the hub, come back with (logits, seconds), the
         seconds being this run's share of the batched pass."""
         self.waiting.append((greenlet.getcurrent(), Request(scorer, list(tokens), first, last)))
+        self.scorers.setdefault(greenlet.getcurrent(), set()).add(scorer)
         return greenlet.getcurrent().parent.switch()
 
-    def run_waiting(self) -> list[tuple[greenlet.greenlet, tuple[object, float]]]:
-        """Every waiting pass, each group of one model and route as one batched pass; what to resume each run with."""
+    def end(self, run: greenlet.greenlet) -> None:
+        """End a run before its time (stopped): its scorers leave their KV caches to the pool, as a finished run's
+        do, so computing it again later reads only what it had not computed (core.models.kv_pool)."""
+        run.throw(greenlet.GreenletExit)
+        for scorer in self.scorers.pop(run, ()):
+            scorer.release()
+
+    def run_waiting(self, stop: Callable[[], bool]) -> list[tuple[greenlet.greenlet, tuple[object, float]]]:
+        """Every waiting pass, each group of one model and route as one batched pass; what to resume each run with
+        (a run whose group did not run because `stop` said so is left waiting)."""
         waiting, self.waiting = self.waiting, []
         resumed = []
         key = lambda item: item[1].scorer.memo_key  # noqa: E731
         for _, group in groupby(sorted(waiting, key=key), key=key):
+            if stop():
+                break
             group = list(group)
             distinct: dict[tuple, Request] = {}
             for _, request in group:  # two runs still on the same text ask for the same rows: computed once
@@ -78,16 +90,17 @@ def generate_together(bundle: ModelBundle, prompt: str, configs: list[DecodeConf
     runs = [greenlet.greenlet(functools.partial(body, i)) for i in range(len(configs))]
     for run in runs:
         run.gr_context = contextvars.copy_context()  # the caller's context variables; the hub set in the run's copy
+    stop = should_stop or (lambda: False)
     ready: list[tuple[greenlet.greenlet, tuple]] = [(run, ()) for run in runs]
     try:
-        while ready and not (should_stop is not None and should_stop()):
+        while ready and not stop():
             for run, value in ready:
                 run.switch(*value)  # back here when the run waits on a pass or has finished
                 if run.dead and on_trace is not None:
                     on_trace(runs.index(run), traces[runs.index(run)])
-            ready = [(run, (value,)) for run, value in hub.run_waiting()]
+            ready = [(run, (value,)) for run, value in hub.run_waiting(stop)]
     finally:
         for run in runs:  # stopped, or an error in one run: the others end here, in their own thread
             if not run.dead:
-                run.throw(greenlet.GreenletExit)
+                hub.end(run)
     return traces

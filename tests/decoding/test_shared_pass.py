@@ -107,3 +107,39 @@ def test_a_stop_request_ends_the_unfinished_runs_and_each_finished_run_is_heard(
     assert traces.count(None) >= 1 and heard == [i for i, t in enumerate(traces) if t is not None]
     everything = generate_together(_fresh(bundle), PROMPT, LINE, on_trace=lambda i, t: heard.append(i))
     assert None not in everything and sorted(heard[-len(LINE):]) == list(range(len(LINE)))
+
+
+class _Rows:
+    """Counts the token rows a model's forward calls process."""
+
+    def __init__(self, *models: torch.nn.Module) -> None:
+        self.rows = 0
+        self.handles = [m.register_forward_pre_hook(self._seen, with_kwargs=True) for m in models]
+
+    def _seen(self, _module: object, _args: tuple, kwargs: dict) -> None:
+        self.rows += kwargs["input_ids"].shape[1]
+
+
+def _stopped_then_again(release: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[int, list]:
+    from core.sweeps import together
+
+    bundle = _fresh(_bundle("llama", drafter=True))
+    if not release:
+        monkeypatch.setattr(together._Hub, "end", lambda self, run: run.throw(together.greenlet.GreenletExit))
+    asked = iter(range(10_000))
+    assert generate_together(bundle, PROMPT, PAIR_LINE[1:3], should_stop=lambda: next(asked) > 6) == [None, None]
+    monkeypatch.undo()
+    rows = _Rows(bundle.verifier.model, bundle.drafter.model)
+    again = generate_together(bundle, PROMPT, PAIR_LINE[1:3])
+    for handle in rows.handles:
+        handle.remove()
+    return rows.rows, again
+
+
+def test_a_stopped_run_leaves_its_caches_so_computing_it_again_reads_only_what_it_had_not(monkeypatch) -> None:
+    kept, again = _stopped_then_again(True, monkeypatch)
+    lost, _ = _stopped_then_again(False, monkeypatch)
+    assert kept < lost, (kept, lost)
+    bundle = _bundle("llama", drafter=True)
+    for config, trace in zip(PAIR_LINE[1:3], again, strict=True):
+        assert same_run(generate(_fresh(bundle), PROMPT, config), trace, tolerance=1e-9)
