@@ -25,6 +25,8 @@ import platform
 import statistics
 import time
 
+import torch
+
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 from app import (
@@ -40,6 +42,7 @@ from app.share import query_of  # noqa: E402
 from app.tools.latency import ARGS, CHROMIUM, OBSERVE, click_track, launch  # noqa: E402
 from core.analysis.fast_reference import exact_reference  # noqa: E402
 from core.decoding.engine import generate  # noqa: E402
+from core.models import precision  # noqa: E402
 from core.sweeps.grid import Point  # noqa: E402
 
 PROMPTS = {
@@ -161,7 +164,9 @@ def cpu_class() -> str:
     except (OSError, StopIteration):
         return platform.processor() or "unknown CPU"
     isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
-    return f"{name}, {os.cpu_count()} CPUs, {isa}{' + AVX512-BF16' if 'avx512_bf16' in flags else ''}"
+    extras = " + ".join(x for f, x in (("avx512_bf16", "AVX512-BF16"), ("amx_bf16", "AMX")) if f in flags)
+    return (f"{name}, {os.cpu_count()} CPUs, {isa}{' + ' + extras if extras else ''}; class "
+            f"{precision.cpu_class(torch.device('cpu'))} (torch dispatch included)")
 
 
 def main() -> None:

@@ -105,7 +105,8 @@ def can_share(model: torch.nn.Module) -> bool:
 
 def _masks(model: torch.nn.Module, cache: object, rows: int, positions: torch.Tensor) -> dict:
     """The masks the model builds for one run's own pass of `rows` new tokens over `cache` (same call)."""
-    embeds = torch.empty(1, rows, 1, dtype=model.dtype, device=positions.device)  # only shape, dtype, device read
+    dtype = model.get_input_embeddings().weight.dtype  # what the model's own embeddings are (a quantised drafter's
+    embeds = torch.empty(1, rows, 1, dtype=dtype, device=positions.device)  # linears aside); shape, dtype, device
     args = dict(config=model.config, inputs_embeds=embeds, attention_mask=None, cache=cache, position_ids=positions)
     masks = {"full_attention": create_causal_mask(**args)}
     if "sliding_attention" in (getattr(model.config, "layer_types", None) or ()):
