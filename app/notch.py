@@ -14,7 +14,7 @@ from pathlib import Path
 import gradio as gr
 
 from app.grids import GRIDS
-from app.late_reliability import LATE
+from app.late_reliability import waiting as late_waiting
 from app.views.page_grid import FEED
 
 HEAD = f"<script>{(Path(__file__).parent / 'static' / 'viasd.js').read_text()}</script>"
@@ -53,7 +53,7 @@ class NotchPanel:
         """Timer tick: the points this page lacks (a delta for the data component), and whether to keep polling.
         The tab's tick (app.tabs.generate) sends them with the run's reliability charts once those exist."""
         text, coming = FEED.more(session, GRIDS)  # the run's reliability data may still come after the last point
-        return (text if text is not None else gr.skip()), gr.Timer(active=coming or LATE.waiting(session))
+        return (text if text is not None else gr.skip()), gr.Timer(active=coming or late_waiting(session))
 
     def wire(self, sliders: dict[str, gr.Slider], release_event: object) -> None:
         """Browser-side handlers on every slider move; after a server re-route lands, nothing stays greyed."""

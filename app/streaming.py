@@ -22,7 +22,8 @@ import torch
 from app import live_load
 from app.fidelity_cache import FIDELITY
 from app.grids import GRIDS, models_of
-from app.late_reliability import LATE
+from app.late_reliability import LATE, LATE_REFERENCE
+from app.late_reliability import waiting as late_waiting
 from app.model_thread import lend_turn
 from app.prefetch import PREFETCHER
 from app.recorded import models_named
@@ -143,6 +144,7 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "", prev
     config = settings.config()
     if previous is None:  # a new run: the page's grid (another run's points) must not be drawn over it
         LATE.wait_for(session, None)
+        LATE_REFERENCE.wait_for(session, None)
         yield {"grid_data": FEED.full(session, None), "grid_timer": False}
     if models is not None:
         for line in live_load.ensure(session, models):
@@ -198,7 +200,7 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "", prev
             if previous is None:
                 reliability = yield from _reliability(bundle, trace, phase, session)
     text = text_update(trace, phase)
-    if previous is None and LATE.waiting(session):
+    if previous is None and late_waiting(session):
         text["status"] += " · " + " and ".join(
             what for what, later in (("the reliability charts", reliability is None),
                                      ("the full model's plain answer (numerics apart)", tiers_first is None)) if later
@@ -215,7 +217,7 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "", prev
             final["grid_data"] = FEED.full(session, grid)
         elif (more := FEED.more(session, GRIDS)[0]) is not None:  # a re-route: only the points the page lacks
             final["grid_data"] = more
-        final["grid_timer"] = bool(grid.missing()) or LATE.waiting(session)
+        final["grid_timer"] = bool(grid.missing()) or late_waiting(session)
     elif previous is None:
         final["grid_data"] = FEED.full(session, None)
     yield final
@@ -249,23 +251,25 @@ def _reference_later(trace: Trace, session: str) -> bool:
         return False
     grid = GRIDS.for_trace(trace)
     grid.reference_later = True
-    LATE.wait_for(session, grid)
+    LATE_REFERENCE.wait_for(session, grid)
     return True
 
 
 def reliability_update(session: str, trace: Trace | None) -> Update | None:
-    """The charts that read the run's reliability data, for the trace on the page, once the background has
-    measured it (the page's poll asks: app.tabs.generate); None until then."""
+    """What the background measured after the line, for the page's poll (app.tabs.generate), each once: the charts
+    that read the run's reliability data, and the grid again once its words differing are measured against the full
+    model's plain answer (where that came after the line); None while neither is new."""
+    update: Update = {}
     grid = LATE.arrived(session)
-    if grid is None or trace is None:
-        return None
-    data, config = grid.reliability, trace.config
-    insight = insight_updates(None, trace, config, data)
-    # the grid again, its words differing now against the plain answer where that came after the line: the page
-    # redraws the point it shows from it (a headline sent from here would overwrite another point the visitor chose)
-    return {"conf_plot": insight["conf_plot"], "reliability_plot": insight["reliability_plot"], "reliability": data,
-            "prediction": prediction(trace, data, config.tau_accept, config.tau_slim),
-            "grid_data": FEED.full(session, grid, refresh=True)}
+    if grid is not None and trace is not None:
+        data, config = grid.reliability, trace.config
+        insight = insight_updates(None, trace, config, data)
+        update.update({"conf_plot": insight["conf_plot"], "reliability_plot": insight["reliability_plot"],
+                       "reliability": data, "prediction": prediction(trace, data, config.tau_accept, config.tau_slim)})
+    grid = LATE_REFERENCE.arrived(session)
+    if grid is not None:  # the page redraws the point it shows from it (a headline sent from here would overwrite
+        update["grid_data"] = FEED.full(session, grid, refresh=True)  # another point the visitor chose)
+    return update or None
 
 
 def drain(updates: Iterator[Update], on_update: Callable[[Update], None] | None = None) -> Update:

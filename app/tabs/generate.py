@@ -183,10 +183,9 @@ class GenerateTab:
         (app.streaming.reliability_update); skipped before."""
         session = session_id(request)
         data, timer = self.notch.more(session)
-        update = streaming.reliability_update(session, trace)
-        if update is not None:
-            data = update["grid_data"]
-        return data, timer, *(gr.skip() if update is None else update[name] for name in RELIABILITY_OUTPUTS)
+        update = streaming.reliability_update(session, trace) or {}
+        data = update.get("grid_data", data)
+        return data, timer, *(update.get(name, gr.skip()) for name in RELIABILITY_OUTPUTS)
 
     def tier_sliders(self, mode: str) -> dict:
         """Where tiers 1 and 2 cannot act in the chosen mode, their sliders say so and are disabled."""

@@ -133,6 +133,28 @@ def test_a_far_move_trades_speed_for_fidelity_with_no_server_call(page, opening)
     assert "recorded" in page.inner_text("#viasd-status")
 
 
+REFRESH = """(key) => {
+  const g = window.viasd.grid, points = JSON.parse(JSON.stringify(g.points));
+  points[key].v[2] = '99%';  // the grid again with one number changed, as after the plain reference lands
+  window.viasd.load(JSON.stringify({...g, points, kind: 'refresh'}));
+  window.viasd.load(JSON.stringify({...g, id: 'another run', points, kind: 'refresh'}));  // not this page's grid
+}"""
+
+
+def test_a_refreshed_grid_redraws_the_point_the_visitor_chose(page, opening) -> None:
+    """After the plain reference lands (reduced precision) the poll sends the grid again (kind "refresh"): the page
+    keeps the point the visitor moved to and redraws its numbers; a refresh of another run's grid is ignored."""
+    _type(page, "viasd-tau-accept", 0.5)
+    _wait_notch(page, "τ_accept 0.50")
+    _wait_rerouted(page, 0.5)  # the server's answer to the release is in: nothing draws over the refresh after it
+    key = Point(0.5, 1.0, opening.config.gamma).key
+    page.evaluate(REFRESH, key)
+    page.wait_for_function("() => document.querySelectorAll('#viasd-headline .value')[2].innerText === '99%'",
+                           timeout=10_000)
+    assert _slider(page, "viasd-tau-accept") == 0.5 and "τ_accept 0.50" in page.inner_text("#viasd-notch")
+    assert page.evaluate("() => window.viasd.grid.id") == opening.id
+
+
 WATCH_SPEED = """() => {
   const seen = window.__speeds = [];
   const box = document.querySelector('#viasd-headline-box');
