@@ -8,11 +8,11 @@ re-route's), then the run's reliability data where its page left it for later (a
 nearest first. The points of a line (and then of each next batch) are computed side by side, their model passes
 shared (core.sweeps.together: a low notch's own branch is mostly one-token drafter passes, bound by reading the
 weights); each finished point lands in the grid, and the page picks it up (app.views.page_grid).
-The points are computed on the model thread (app.model_thread.in_background: one
-OpenMP team for all model work), while no model event holds or waits for the turn; a small driver thread, which runs
-no model, hands them there. Any model event stops the job at its next round, so foreground runs, and "Run it live"
-in particular, never share the CPU with it; after a run, its grid goes first and the grids of earlier runs (other
-visitors') left unfinished follow.
+The points are computed on the model thread (app.model_thread.in_background: one OpenMP team for all model work),
+while no model event holds or waits for the turn; a small driver thread, which runs no model, hands them there. Any
+model event stops the job before its next shared pass, so foreground runs, and "Run it live" in particular, never
+share the CPU with it (the plain reference is the exception: about a pass per token, not interruptible); after a
+run, its grid goes first and the grids of earlier runs (other visitors') left unfinished follow.
 """
 
 from __future__ import annotations

@@ -10,6 +10,10 @@ OpenMP team for all model work). A scorer that needs the model hands its pass to
 unfinished run waits, the hub runs the waiting passes, grouped by model and route, one batched pass a group
 (identical passes once), and resumes each run with its logits. Memo hits never wait: a run replays what another
 already computed. Nothing of the decoding loop changes; only where a scorer's forward pass runs.
+
+Clocks: a shared pass's seconds are split evenly among the runs in it, and a run's round times count the other
+runs' turns, so a point computed here is not timed alone (its first pass is the run's, replayed from the memo, so
+the app never shows a measured speed-up for it anyway: app.views.cards.measured_tag).
 """
 
 from __future__ import annotations
@@ -35,7 +39,6 @@ class _Hub:
     def __init__(self) -> None:
         self.waiting: list[tuple[greenlet.greenlet, Request]] = []
         self.scorers: dict[greenlet.greenlet, set] = {}  # each run's scorers that asked for a pass
-        self.passes = 0  # batched passes run (a benchmark's count)
 
     def forward(self, scorer: object, tokens: list[int], first: int, last: int) -> tuple[object, float]:
         """Called by a run's scorer (Scorer.predict): wait for the hub, come back with (logits, seconds), the
@@ -66,7 +69,6 @@ class _Hub:
                 distinct.setdefault((tuple(request.tokens[:request.last]), request.first), request)
             with Stopwatch(group[0][1].scorer.device) as watch:
                 logits = dict(zip(distinct, forward_together(list(distinct.values())), strict=True))
-            self.passes += 1
             share = watch.seconds / len(group)
             for run, request in group:
                 resumed.append((run, (logits[(tuple(request.tokens[:request.last]), request.first)], share)))
