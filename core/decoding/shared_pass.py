@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import torch
 from transformers import AttentionInterface
-from transformers.masking_utils import create_causal_mask, create_sliding_window_causal_mask
+from transformers.masking_utils import create_causal_mask
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 from core.models.restricted_head import RestrictedHead
@@ -50,12 +50,12 @@ class Request:
 
 @dataclass
 class _Run:
-    """One run inside the packed pass: its own cache, its span of rows and the masks its own pass would get."""
+    """One run inside the packed pass: its own cache, its span of rows and the mask its own pass would get."""
 
     cache: object
     start: int
     stop: int
-    masks: dict[str, torch.Tensor | None]
+    mask: torch.Tensor | None
 
 
 class _PerRun(list):
@@ -87,31 +87,30 @@ def shared_attention_forward(module: torch.nn.Module, query: torch.Tensor, key: 
     """transformers' attention signature over packed runs: each run's rows attend over its own keys with its own
     mask, through the model's own attention function; (1, rows, heads, dim) back, the spans in order."""
     runs, attention = _BATCH.get()
-    layer_types = getattr(module.config, "layer_types", None)
-    kind = layer_types[module.layer_idx] if layer_types else "full_attention"
     outputs = []
     for b, run in enumerate(runs):
-        out, _ = attention(module, query[:, :, run.start:run.stop], key[b], value[b], run.masks.get(kind), **kwargs)
+        out, _ = attention(module, query[:, :, run.start:run.stop], key[b], value[b], run.mask, **kwargs)
         outputs.append(out)
     return torch.cat(outputs, dim=1), None
 
 
 def can_share(model: torch.nn.Module) -> bool:
-    """Whether runs may share this model's passes: a checked family, and no restricted output head (it tracks the
-    text's tokens from the pass's input ids, which a batch would mix)."""
-    return (getattr(model.config, "model_type", None) in CHECKED_FAMILIES
+    """Whether runs may share this model's passes: a checked family, every layer attending to the full history (a
+    sliding window's mask is not built here), and no restricted output head (it tracks the text's tokens from the
+    pass's input ids, which a packed pass would mix)."""
+    config = model.config
+    full_only = set(getattr(config, "layer_types", None) or ["full_attention"]) == {"full_attention"} and not (
+        config.model_type == "mistral" and getattr(config, "sliding_window", None))
+    return (config.model_type in CHECKED_FAMILIES and full_only
             and not isinstance(model.get_output_embeddings(), RestrictedHead))
 
 
-def _masks(model: torch.nn.Module, cache: object, rows: int, positions: torch.Tensor) -> dict:
-    """The masks the model builds for one run's own pass of `rows` new tokens over `cache` (same call)."""
+def _mask(model: torch.nn.Module, cache: object, rows: int, positions: torch.Tensor) -> torch.Tensor | None:
+    """The mask the model builds for one run's own pass of `rows` new tokens over `cache` (the same call)."""
     dtype = model.get_input_embeddings().weight.dtype  # what the model's own embeddings are (a quantised drafter's
     embeds = torch.empty(1, rows, 1, dtype=dtype, device=positions.device)  # linears aside); shape, dtype, device
     args = dict(config=model.config, inputs_embeds=embeds, attention_mask=None, cache=cache, position_ids=positions)
-    masks = {"full_attention": create_causal_mask(**args)}
-    if "sliding_attention" in (getattr(model.config, "layer_types", None) or ()):
-        masks["sliding_attention"] = create_sliding_window_causal_mask(**args)
-    return masks
+    return create_causal_mask(**args)
 
 
 @contextlib.contextmanager
@@ -143,7 +142,7 @@ def forward_together(requests: list[Request]) -> list[torch.Tensor]:
         ids += r.tokens[keep:r.last]
         positions += range(keep, r.last)
         own = torch.arange(keep, r.last, device=first.device).unsqueeze(0)
-        runs.append(_Run(r.scorer.cache, start, len(ids), _masks(first.model, r.scorer.cache, r.last - keep, own)))
+        runs.append(_Run(r.scorer.cache, start, len(ids), _mask(first.model, r.scorer.cache, r.last - keep, own)))
         kept += range(len(ids) - (r.last - r.first + 1), len(ids))  # its wanted rows: the last of its span
     with _attention_switched(first.model) as attention, routed(first.route):
         token = _BATCH.set((runs, attention))

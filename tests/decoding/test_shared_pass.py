@@ -88,6 +88,10 @@ def test_sharing_saves_passes_and_a_common_text_is_computed_once() -> None:
 
 
 def test_a_family_not_checked_runs_its_passes_one_by_one() -> None:
+    sliding = tiny_bundle("qwen2", layers=4, sliding_window=8).verifier.model
+    sliding.config.layer_types = ["full_attention", "sliding_attention"] * 2
+    assert not can_share(sliding), "a sliding window's mask is not built for a shared pass"
+    assert not can_share(tiny_bundle("mistral", layers=4, sliding_window=8).verifier.model)
     bundle = _bundle("gemma3_text", drafter=False)
     assert not can_share(bundle.verifier.model)
     calls = _Calls(bundle.verifier.model)
