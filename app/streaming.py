@@ -180,7 +180,7 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "", prev
                    "headline": cards.headline_html(summarize(trace), progress=progress)}
         if trace is None:
             return
-        stopped, tiers_first = trace.partial, False
+        stopped, reference_later = trace.partial, False
         PLAIN_PACES.note(trace)  # a plain run every pass of which ran here: plain's pace for the runs after it
         if stopped:
             phase = f"Stopped early: partial result ({trace.stop_reason})"
@@ -189,13 +189,12 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "", prev
         phase = phase.format(seconds=seconds())
         if not stopped:  # the text is final: say so now, then measure how far it is from the full model's
             yield {**text_update(trace, phase), "status": status_line(trace, phase) + " · measuring fidelity…"}
-            tiers_first = previous is None and FIDELITY.tiers_first(bundle, trace)  # reduced precision: the tiers'
-            if tiers_first and _reference_later(trace, session):  # part first; the plain answer after the line
-                tiers_first = None
-            elif tiers_first:
-                yield {**text_update(trace, phase), "status": status_line(trace, phase) + " · decoding the full "
-                       "model's plain answer (to split numerics from tiers)…"}
-            if tiers_first is not None:
+            if previous is None and FIDELITY.tiers_first(bundle, trace):  # reduced precision: the tiers' part first
+                reference_later = _reference_later(trace, session)  # a browser page: the plain answer after the line
+                if not reference_later:
+                    yield {**text_update(trace, phase), "status": status_line(trace, phase) + " · decoding the full "
+                           "model's plain answer (to split numerics from tiers)…"}
+            if not reference_later:
                 FIDELITY.attach(bundle, trace)
             if previous is None:
                 reliability = yield from _reliability(bundle, trace, phase, session)
@@ -203,7 +202,7 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "", prev
     if previous is None and late_waiting(session):
         text["status"] += " · " + " and ".join(
             what for what, later in (("the reliability charts", reliability is None),
-                                     ("the full model's plain answer (numerics apart)", tiers_first is None)) if later
+                                     ("the full model's plain answer (numerics apart)", reference_later)) if later
         ) + " follow the τ_accept line"
     yield text
     # the last update repeats the text: an API caller's result is the last update alone, and Gradio sends
