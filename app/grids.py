@@ -119,8 +119,13 @@ class RunGrid:
         return self.reference_later and ready == notches
 
     def later_due(self) -> bool:
-        """Something the run left for after its line is due now (`reliability_due`, `reference_due`)."""
-        return self.reliability_due() or self.reference_due()
+        """Something the run left for after its line is due now (`reliability_due`, `reference_due`), the line's
+        readiness read once."""
+        pending = (self.reliability_later and self.reliability is None) or self.reference_later
+        if not pending:
+            return False
+        ready, notches = self.line_ready()
+        return ready == notches
 
     def pace_s(self) -> float:
         """Seconds a point not computed yet takes, at this run's measured pace: the median wall time of the
