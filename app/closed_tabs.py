@@ -27,14 +27,14 @@ session a moment before it is noted)."""
 def forget_app_state(session: str) -> None:
     """The app's own records of a session: its visitor record (model choice, stop flag), its page feed and the
     reliability data its page waits for."""
-    from app.late_reliability import LATE, LATE_REFERENCE
+    from app.late_reliability import LATE, LATE_FIDELITY
     from app.session import SESSIONS
     from app.views.page_grid import FEED
 
     SESSIONS.forget(session)
     FEED.forget(session)
     LATE.forget(session)
-    LATE_REFERENCE.forget(session)
+    LATE_FIDELITY.forget(session)
 
 
 class ClosedTabs:

@@ -18,6 +18,7 @@ from collections import OrderedDict
 
 from core import attach_fidelity
 from core.analysis.fast_reference import classic_sd_twin, exact_arithmetic, exact_reference
+from core.analysis.fidelity import measure_agreement
 from core.analysis.plain_pace import PLAIN_PACES, Pace
 from core.analysis.textdiff import word_diff
 from core.models.loading import ModelBundle
@@ -56,8 +57,9 @@ class FidelityCache:
             while len(table) > self.max_entries:
                 table.popitem(last=False)
 
-    def attach(self, bundle: ModelBundle, trace: Trace) -> Fidelity:
-        """`core.attach_fidelity`, answered from the cache when this answer was measured before."""
+    def attach(self, bundle: ModelBundle, trace: Trace, agreement: bool = True) -> Fidelity:
+        """`core.attach_fidelity`, answered from the cache when this answer was measured before. `agreement=False`
+        leaves the teacher-forced pass out (a grid point before its line is on screen); a later call adds it."""
         answer = self._answer_key(bundle, trace)
         key = (*answer, tuple(trace.token_ids))
         with self._lock:
@@ -66,6 +68,10 @@ class FidelityCache:
             if found is not None:
                 self._fidelity.move_to_end(key)
                 self.hits += 1
+        if found is not None and agreement and found.full_agreement is None:
+            found = copy.deepcopy(found)
+            measure_agreement(bundle, found, trace)
+            self._remember(self._fidelity, key, copy.deepcopy(found))
         if found is not None:
             trace.fidelity = copy.deepcopy(found)
             return trace.fidelity
@@ -78,7 +84,8 @@ class FidelityCache:
             if found.plain and reference and seconds > 0:  # decoded plainly, every pass run: plain's own pace
                 PLAIN_PACES.put(trace.models, Pace(seconds / len(reference), len(reference),
                                                    "the plain reference decode, its prompt's pass included"))
-        fidelity = attach_fidelity(bundle, trace, reference, expectations=expectations_for(trace.prompt))
+        fidelity = attach_fidelity(bundle, trace, reference, expectations=expectations_for(trace.prompt),
+                                   agreement=agreement)
         with self._lock:
             twin = self._twins.get(self._twin_key(answer, trace))
         if twin is not None:  # numerics apart from tiers: classic SD's own distance from plain greedy
@@ -90,11 +97,12 @@ class FidelityCache:
         self._remember(self._fidelity, key, copy.deepcopy(fidelity))
         return fidelity
 
-    def tiers_first(self, bundle: ModelBundle, trace: Trace) -> bool:
+    def tiers_first(self, bundle: ModelBundle, trace: Trace, agreement: bool = True) -> bool:
         """In reduced precision, where the plain reference costs a pass per token: attach first what the tiers
         changed, against the run's classic-SD twin (cheap: it replays what the run computed; `Fidelity.against`
         says so), and keep the twin so `attach` splits numerics from tiers. False (nothing attached) in exact
-        arithmetic, for a run that is not VIA-SD, or when this answer's fidelity is known already."""
+        arithmetic, for a run that is not VIA-SD, or when this answer's fidelity is known already. `agreement` as
+        in `attach`."""
         answer = self._answer_key(bundle, trace)
         with self._lock:
             known = (*answer, tuple(trace.token_ids)) in self._fidelity or answer in self._reference
@@ -107,7 +115,8 @@ class FidelityCache:
         if twin is None:
             return False
         self._remember(self._twins, self._twin_key(answer, trace), twin)
-        attach_fidelity(bundle, trace, twin, expectations=expectations_for(trace.prompt)).against = "classic SD"
+        attach_fidelity(bundle, trace, twin, expectations=expectations_for(trace.prompt),
+                        agreement=agreement).against = "classic SD"
         return True
 
     def __len__(self) -> int:

@@ -52,7 +52,7 @@ class RunGrid:
     traces: dict[str, Trace] = field(default_factory=dict)  # point key -> trace, in the order computed
     reliability: ReliabilityData | None = None  # teacher-forced signals of the run's own text
     reliability_later: bool = field(default=False, compare=False)  # measured by the background after the line
-    reference_later: bool = field(default=False, compare=False)  # the plain reference too (reduced precision)
+    fidelity_later: bool = field(default=False, compare=False)  # points measured in part until after the line
     recorded: dict[str, Any] | None = None  # a shipped sweep's meta (models, machine, date, command)
     page: Any = field(default=None, repr=False, compare=False)  # its page encoding (app/views/page_grid.page_of)
     focus: Point | None = field(default=None, compare=False)  # where the sliders look (None: the run's own point)
@@ -112,16 +112,17 @@ class RunGrid:
         ready, notches = self.line_ready()
         return self.reliability_later and self.reliability is None and ready == notches
 
-    def reference_due(self) -> bool:
-        """The run left the full model's plain answer to the background (reduced precision: a pass per token, longer
-        than the line itself) and the τ_accept line in view is computed: decode it now, then the rest of the grid."""
+    def fidelity_due(self) -> bool:
+        """The line's points landed with their words differing only (a browser page's run: the page draws those),
+        and the line in view is computed: now the rest of their fidelity (token agreement; in reduced precision the
+        full model's plain answer, a pass per token, longer than the line itself), then the rest of the grid."""
         ready, notches = self.line_ready()
-        return self.reference_later and ready == notches
+        return self.fidelity_later and ready == notches
 
     def later_due(self) -> bool:
-        """Something the run left for after its line is due now (`reliability_due`, `reference_due`), the line's
+        """Something the run left for after its line is due now (`reliability_due`, `fidelity_due`), the line's
         readiness read once."""
-        pending = (self.reliability_later and self.reliability is None) or self.reference_later
+        pending = (self.reliability_later and self.reliability is None) or self.fidelity_later
         if not pending:
             return False
         ready, notches = self.line_ready()

@@ -1,5 +1,6 @@
-"""Which browser page still waits for what its run left for after the τ_accept line: its reliability data (`LATE`) and,
-in reduced precision, its words differing against the full model's plain answer (`LATE_REFERENCE`).
+"""Which browser page still waits for what its run left for after the τ_accept line: its reliability data (`LATE`) and
+the rest of its grid points' fidelity (`LATE_FIDELITY`: their token agreement and, in reduced precision, words
+differing against the full model's plain answer).
 
 A VIA-SD run on a browser page leaves its three teacher-forced passes (the confidence and reliability charts, the
 predicted tier shares) to the background, after the τ_accept line in view (app.prefetch): on two cores they took
@@ -62,9 +63,9 @@ def _reliability_ready(grid: RunGrid) -> bool | None:
 
 
 LATE = LateReliability()
-LATE_REFERENCE = LateReliability(ready=lambda grid: not grid.reference_later)
+LATE_FIDELITY = LateReliability(ready=lambda grid: not grid.fidelity_later)
 
 
 def waiting(session: str) -> bool:
     """Whether this session's page still waits for anything its run left for after the line."""
-    return LATE.waiting(session) or LATE_REFERENCE.waiting(session)
+    return LATE.waiting(session) or LATE_FIDELITY.waiting(session)

@@ -4,10 +4,11 @@ A point the memo has not seen needs the model for every prefix it has not visite
 one already computed is drawn in the browser in a frame. So after each live run the app works through the
 run's grid (app.grids.RunGrid: τ_accept notches, the τ_slim values that matter, γ at three values) in the
 background: first every notch of the τ_accept line the visitor looks at (the run's τ_slim and γ, or the last
-re-route's), then the run's reliability data where its page left it for later (app.late_reliability), then the rest
-nearest first. The points of a line (and then of each next batch) are computed side by side, their model passes
-shared (core.sweeps.together: a low notch's own branch is mostly one-token drafter passes, bound by reading the
-weights); each finished point lands in the grid, and the page picks it up (app.views.page_grid).
+re-route's), then the run's reliability data where its page left it for later (app.late_reliability), then what the
+line's points' fidelity still lacks (their token agreement: a teacher-forced pass each), then the rest nearest
+first. The points of a line (and then of each next batch) are computed side by side, their model passes shared
+(core.sweeps.together: a low notch's own branch is mostly one-token drafter passes, bound by reading the weights);
+each finished point lands in the grid, and the page picks it up (app.views.page_grid).
 The points are computed on the model thread (app.model_thread.in_background: one OpenMP team for all model work),
 while no model event holds or waits for the turn; a small driver thread, which runs no model, hands them there. Any
 model event stops the job before its next shared pass, so foreground runs, and "Run it live" in particular, never
@@ -25,7 +26,7 @@ import threading
 import time
 import weakref
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from app.fidelity_cache import FIDELITY
 from app.grids import RunGrid
@@ -146,8 +147,8 @@ class Prefetcher:
                 grid.reliability = measure_reliability(bundle, grid.trace(Point.of(grid.config)), grid.config)
                 grid.reliability_later = False  # measured (or failed, and said so in the log): not again
                 continue
-            if grid.reference_due():
-                self._reference(bundle, grid)
+            if grid.fidelity_due():
+                self._rest_of_fidelity(bundle, grid, stop)
                 continue
             points = grid.next_points(TOGETHER)  # asked afresh each time: a re-route may have moved the line in view
             generate_together(bundle, grid.prompt, [p.apply(grid.config) for p in points], should_stop=stop,
@@ -156,23 +157,32 @@ class Prefetcher:
 
     @staticmethod
     def _landed(bundle: ModelBundle, grid: RunGrid, points: list[Point], i: int, trace: Trace) -> None:
-        """A point computed: its words differing measured (cached per answer), then it lands in the grid. While the
-        run's plain reference waits for after the line, against the run's classic-SD twin, as the run's own was."""
-        if not (grid.reference_later and FIDELITY.tiers_first(bundle, trace)):
-            FIDELITY.attach(bundle, trace)
+        """A point computed: its words differing measured (cached per answer), then it lands in the grid. Before its
+        line is on a page's screen, words differing only (what the page draws; the rest after the line), and in
+        reduced precision against the run's classic-SD twin, as the run's own was."""
+        later = grid.fidelity_later
+        if not (later and FIDELITY.tiers_first(bundle, trace, agreement=False)):
+            FIDELITY.attach(bundle, trace, agreement=not later)
         grid.add(points[i], trace)
 
     @staticmethod
-    def _reference(bundle: ModelBundle, grid: RunGrid) -> None:
-        """After the line: the full model's plain answer, then the run's and every computed point's words differing
-        against it, numerics apart from tiers (the same measure as every later point's); the pages that hold the
-        grid are sent it again (app.late_reliability). Not interruptible: about a pass per token."""
-        try:
-            for _, trace in grid.computed():
-                FIDELITY.attach(bundle, trace)  # the first decodes the reference, the rest read it
-        finally:
-            grid.reference_later = False
-            grid.page = None  # re-encoded with the new numbers
+    def _rest_of_fidelity(bundle: ModelBundle, grid: RunGrid, stop: Callable[[], bool]) -> None:
+        """After the line: what the computed points' fidelity still lacks, the run's first. Each one's token
+        agreement (a teacher-forced pass of the full model over a text it mostly never saw: 1–2 s a point on two
+        cores, 40 % of a line's work) and, in reduced precision, words differing against the full model's plain
+        answer, numerics apart from tiers (the first point decodes it: about a pass per token, not interruptible).
+        A model event stops it between two points (it goes on after); then the pages that hold the grid are sent it
+        again (app.late_reliability)."""
+        for _, trace in grid.computed():
+            if stop():
+                return
+            try:
+                FIDELITY.attach(bundle, trace)  # cached per answer: points with one text share one pass
+            except Exception:
+                grid.fidelity_later = False  # not again (the failure is logged by the driver)
+                raise
+        grid.fidelity_later = False
+        grid.page = None  # re-encoded with the new numbers
 
     def running(self) -> bool:
         thread = self._thread

@@ -15,6 +15,7 @@ from typing import Any
 
 from app.grids import GRIDS, RunGrid
 from core import EMBEDDED_ID
+from core.models.loading import live_precision
 from core.sweeps.record import SUFFIX, Sweep, SweepFileError, from_file, models_problem, recorded_load_options
 from examples import HERE as EXAMPLES
 
@@ -33,11 +34,23 @@ PROBLEMS: dict[str, str] = {}
 
 
 def models_named(meta: dict[str, Any] | None) -> tuple[str, str, str]:
-    """(verifier, drafter, the drafter's setting) a sweep ran on, as the Models panel names them: what "Run it
-    live" loads, so a live run differs from the recorded one only in its wall clock."""
+    """(verifier, drafter, the drafter's setting) a live run of a sweep loads, as the Models panel names them.
+
+    Where this machine loads the verifier in the recording's precision, the drafter setting the sweep ran with, so
+    a live run differs from the recorded one only in its wall clock. Elsewhere the numerics change anyway (the
+    screen says so: app.views.recording_line), and the drafter setting is "" (the pair's recommended one here): a
+    recording's bf16 "none" in float32 on an AVX2 CPU is a drafter slower than its int8 verifier (171 against
+    119 ms a token, docs/benchmarks.md), where int8 weights and activations are its fast format."""
     load = (meta or {}).get("load") or {}
-    quant = recorded_load_options(meta or {}).get("drafter_quant")
-    return load.get("verifier") or EMBEDDED_ID, load.get("drafter") or "", str(quant or "")
+    verifier = load.get("verifier") or EMBEDDED_ID
+    quant = recorded_load_options(meta or {}).get("drafter_quant") if precision_kept(meta or {}) else ""
+    return verifier, load.get("drafter") or "", str(quant or "")
+
+
+def precision_kept(meta: dict[str, Any]) -> bool:
+    """Whether this machine loads the recording's verifier in the precision it was recorded in."""
+    verifier = ((meta.get("load") or {}).get("verifier")) or EMBEDDED_ID
+    return live_precision(verifier) == str(meta.get("dtype"))
 
 
 def run_grid(sweep: Sweep) -> RunGrid:

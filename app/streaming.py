@@ -22,7 +22,7 @@ import torch
 from app import live_load
 from app.fidelity_cache import FIDELITY
 from app.grids import GRIDS, models_of
-from app.late_reliability import LATE, LATE_REFERENCE
+from app.late_reliability import LATE, LATE_FIDELITY
 from app.late_reliability import waiting as late_waiting
 from app.model_thread import lend_turn
 from app.prefetch import PREFETCHER
@@ -144,7 +144,7 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "", prev
     config = settings.config()
     if previous is None:  # a new run: the page's grid (another run's points) must not be drawn over it
         LATE.wait_for(session, None)
-        LATE_REFERENCE.wait_for(session, None)
+        LATE_FIDELITY.wait_for(session, None)
         yield {"grid_data": FEED.full(session, None), "grid_timer": False}
     if models is not None:
         for line in live_load.ensure(session, models):
@@ -189,9 +189,10 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "", prev
         phase = phase.format(seconds=seconds())
         if not stopped:  # the text is final: say so now, then measure how far it is from the full model's
             yield {**text_update(trace, phase), "status": status_line(trace, phase) + " · measuring fidelity…"}
+            later = previous is None and _fidelity_later(trace, session)  # a page: its grid's points in part, then all
             if previous is None and FIDELITY.tiers_first(bundle, trace):  # reduced precision: the tiers' part first
-                reference_later = _reference_later(trace, session)  # a browser page: the plain answer after the line
-                if not reference_later:
+                reference_later = later  # the full model's plain answer after the line too
+                if not later:
                     yield {**text_update(trace, phase), "status": status_line(trace, phase) + " · decoding the full "
                            "model's plain answer (to split numerics from tiers)…"}
             if not reference_later:
@@ -199,11 +200,10 @@ def run(settings: Settings, session: str, *, replay: bool, phase: str = "", prev
             if previous is None:
                 reliability = yield from _reliability(bundle, trace, phase, session)
     text = text_update(trace, phase)
-    if previous is None and late_waiting(session):
-        text["status"] += " · " + " and ".join(
-            what for what, later in (("the reliability charts", reliability is None),
-                                     ("the full model's plain answer (numerics apart)", reference_later)) if later
-        ) + " follow the τ_accept line"
+    follow = [what for what, later in (("the reliability charts", reliability is None),
+                                       ("the full model's plain answer (numerics apart)", reference_later)) if later]
+    if previous is None and late_waiting(session) and follow:
+        text["status"] += " · " + " and ".join(follow) + " follow the τ_accept line"
     yield text
     # the last update repeats the text: an API caller's result is the last update alone, and Gradio sends
     # each output as a diff against the previous update, so the browser receives only the figures
@@ -242,22 +242,24 @@ def _reliability(bundle: ModelBundle, trace: Trace, phase: str, session: str) ->
     return measure_reliability(bundle, trace, trace.config)
 
 
-def _reference_later(trace: Trace, session: str) -> bool:
-    """Whether the full model's plain answer waits for after the τ_accept line (a browser page's VIA-SD run in
-    reduced precision, its words differing already measured against its classic-SD twin): decoded a pass per
-    token, it took longer than the whole line (docs/benchmarks.md). The page's poll brings it (`reliability_update`)."""
+def _fidelity_later(trace: Trace, session: str) -> bool:
+    """Whether the run's grid points are measured in part until its τ_accept line is computed (a browser page's
+    VIA-SD run): words differing as each lands (what the page draws), their token agreement after the line (a
+    teacher-forced pass each, 40 % of a line's work on two cores), and in reduced precision the full model's plain
+    answer too (a pass per token, longer than the whole line; the run's own words differing are then against its
+    classic-SD twin). docs/benchmarks.md; the page's poll brings the grid again (`reliability_update`)."""
     if trace.config.mode != "via" or not FEED.is_page(session):
         return False
     grid = GRIDS.for_trace(trace)
-    grid.reference_later = True
-    LATE_REFERENCE.wait_for(session, grid)
+    grid.fidelity_later = True
+    LATE_FIDELITY.wait_for(session, grid)
     return True
 
 
 def reliability_update(session: str, trace: Trace | None) -> Update | None:
     """What the background measured after the line, for the page's poll (app.tabs.generate), each once: the charts
-    that read the run's reliability data, and the grid again once its words differing are measured against the full
-    model's plain answer (where that came after the line); None while neither is new."""
+    that read the run's reliability data, and the grid again once its points' fidelity is complete (token agreement;
+    in reduced precision words differing against the full model's plain answer); None while neither is new."""
     update: Update = {}
     grid = LATE.arrived(session)
     if grid is not None and trace is not None:
@@ -265,7 +267,7 @@ def reliability_update(session: str, trace: Trace | None) -> Update | None:
         insight = insight_updates(None, trace, config, data)
         update.update({"conf_plot": insight["conf_plot"], "reliability_plot": insight["reliability_plot"],
                        "reliability": data, "prediction": prediction(trace, data, config.tau_accept, config.tau_slim)})
-    grid = LATE_REFERENCE.arrived(session)
+    grid = LATE_FIDELITY.arrived(session)
     if grid is not None:  # the page redraws the point it shows from it (a headline sent from here would overwrite
         update["grid_data"] = FEED.full(session, grid, refresh=True)  # another point the visitor chose)
     return update or None

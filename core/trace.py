@@ -126,8 +126,9 @@ class Fidelity:
     reference_tokens: int  # length of the full model's own greedy continuation
     common_prefix: int  # tokens identical to it, from the start
     identical: bool
-    full_agreement: float  # share of output tokens that are the full model's argmax given the output so far
-    full_nll: float  # full model's mean negative log-likelihood of the output (nats/token)
+    full_agreement: float | None  # share of output tokens that are the full model's argmax given the output so far
+    full_nll: float | None  # full model's mean negative log-likelihood of the output (nats/token); both None until
+    # the teacher-forced pass ran (a grid point's, after the τ_accept line: app.prefetch)
     words_differing: float = 0.0  # word edits / words in the longer text (core.analysis.textdiff)
     word_edits: int = 0
     output_words: int = 0

@@ -71,7 +71,7 @@ def recorded_screen(name: str, session: str = "") -> dict[str, Any] | None:
     update = computed_update(grid, trace, settings, "Recorded run", rerouted=False)
     update["status"] = status_line(trace, "Recorded run", grid.recorded) + " · no model loaded: drag a slider"
     update["grid_data"] = FEED.full(session, grid) if session else page_json(grid)[0]
-    verifier, drafter, quant = recorded.models_named(grid.recorded)
+    verifier, drafter, quant = live_load.wanted(*recorded.models_named(grid.recorded))  # the setting by name
     return {"outputs": update, "settings": settings, "models": (verifier, drafter, quant or None)}
 
 

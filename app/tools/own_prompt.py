@@ -58,13 +58,14 @@ TARGETS = {"words": 0.3, "line": 2.0}
 """Targets as multiples of T after Done; far moves: median 1 s, max 3 s."""
 STAMPS = """() => {
   const s = window.__own = {status: [], words: null, line: null, charts: null, emptied: false};
-  const text = (sel) => (document.querySelector(sel) || {}).innerText || '';
+  // textContent, not innerText: reading innerText lays the page out, on every mutation of a streaming run
+  const text = (sel) => ((document.querySelector(sel) || {}).textContent || '').replace(/\\s+/g, ' ').trim();
   const look = () => {
     const now = performance.now(), status = text('#viasd-status');
     if (!s.status.length || s.status[s.status.length - 1].text !== status) s.status.push({t: now, text: status});
     const done = s.status.find((e) => /^Done/.test(e.text));
     if (!done) return;
-    const values = Array.from(document.querySelectorAll('#viasd-headline .value')).map((e) => e.innerText);
+    const values = Array.from(document.querySelectorAll('#viasd-headline .value')).map((e) => e.textContent);
     if (s.words === null && values.length > 2 && /%/.test(values[2])) s.words = now;
     if (s.line === null && /τ_accept line at [^:]*: all \\d+ notches ready/.test(text('#viasd-notch'))) s.line = now;
     const bars = !!document.querySelector('#viasd-conf-plot .barlayer .point');  // the run's final update empties
@@ -97,7 +98,7 @@ def measure_prompt(page, url: str, label: str, settings: Settings, models: tuple
     page.wait_for_function("() => !!document.querySelector('#viasd-status')", timeout=60_000)
     page.evaluate(STAMPS)
     page.wait_for_function("() => window.__own.line !== null || (window.__own.status.some(e => /^Done/.test(e.text))"
-                           " && /all \\d+ points/.test(document.querySelector('#viasd-notch')?.innerText || ''))",
+                           " && /all \\d+ points/.test(document.querySelector('#viasd-notch')?.textContent || ''))",
                            timeout=timeout_s * 1000, polling=250)
     own = page.evaluate("() => window.__own")
     start = next(e["t"] for e in own["status"] if "Running" in e["text"])

@@ -16,6 +16,9 @@ from core.analysis.plain_pace import PLAIN_PACES, Measured, measured_speedup_her
 from core.trace import Trace
 from core.vocabulary import Outcome
 
+AGREEMENT_LATER = "measuring after the τ_accept line (a pass of the full model over this text)…"
+"""A grid point's card before its teacher-forced pass: the background measures it once the line is on screen."""
+
 __all__ = ["contradiction", "headline_from", "headline_html", "headline_values", "measured_here", "measured_tag",
            "metrics_html", "speed_text"]
 
@@ -148,7 +151,7 @@ def _measured_card(m: dict, plain: tuple[float, str] | None = None) -> str:
 
 
 def _fidelity_card(m: dict, trace: Trace | None) -> str:
-    if "full_agreement" not in m:
+    if "words_differing" not in m and "full_agreement" not in m:
         stopped = trace is not None and trace.partial
         pending = ("not measured: the run was stopped early" if stopped else
                    "measuring now: the text is final, its words are being compared with the full model's own…")
@@ -164,10 +167,11 @@ def _fidelity_card(m: dict, trace: Trace | None) -> str:
     nll = words.name("unit", "nats/token")
     return ('<div class="viasd-card fidelity"><h4>Fidelity to the full model</h4>' + lead + '<table>'
             + (_row("full_agreement", f'{m["full_agreement"]:.0%}', label="token agreement (second measure)")
-               if "words_differing" in m else "")
+               if "words_differing" in m and "full_agreement" in m else "")
             + _row("identical_to_full", "yes" if m["identical_to_full"] else "no")
             + _row("common_prefix", plural(int(m["common_prefix"]), "token"))
-            + _row("full_nll", f'{m["full_nll"]:.2f} {html.escape(nll)}')
+            + (_row("full_nll", f'{m["full_nll"]:.2f} {html.escape(nll)}') if "full_nll" in m else
+               _row("full_agreement", AGREEMENT_LATER, label="token agreement and surprise"))
             + (_row("words_differing", html.escape(split), label="words differing, split")
                if (split := numerics_split(trace)) else "")
             + '</table>' + _spans_html(trace) + _expectations_html(trace)

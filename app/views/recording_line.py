@@ -4,6 +4,7 @@ precision, machine and date, and what a live run of it would change."""
 from __future__ import annotations
 
 from app.grids import RunGrid
+from app.recorded import precision_kept
 from core.models.loading import EMBEDDED_ID, live_precision
 
 
@@ -23,10 +24,10 @@ def source_line(grid: RunGrid) -> str:
 
 def live_change(meta: dict) -> str:
     """What a live run of a recording changes: the wall clock only where this machine loads the verifier in the
-    recording's precision; where its recommendation differs (an int8 verifier), the numerics too, said so."""
-    verifier = ((meta.get("load") or {}).get("verifier")) or EMBEDDED_ID
-    here = live_precision(verifier)
-    if here == str(meta.get("dtype")):
+    recording's precision; where its recommendation differs (an int8 verifier), the numerics too, said so (and the
+    pair then loads in this CPU's formats, the drafter's included: app.recorded.models_named)."""
+    if precision_kept(meta):
         return "a live run changes the wall clock, nothing else"
-    return (f"a live run here uses {here} (this CPU's recommended precision), so its tokens can differ from the "
+    here = live_precision(((meta.get("load") or {}).get("verifier")) or EMBEDDED_ID)
+    return (f"a live run here uses {here} (this CPU's recommended formats), so its tokens can differ from the "
             "recording's (numerics), and the wall clock")

@@ -81,18 +81,22 @@ def teacher_forced(bundle: ModelBundle, prompt_ids: list[int], output_ids: list[
 
 
 def attach_fidelity(bundle: ModelBundle, trace: Trace, reference: list[int] | None = None,
-                    use_memo: bool = True, expectations: Expectations | None = None) -> Fidelity:
+                    use_memo: bool = True, expectations: Expectations | None = None, agreement: bool = True
+                    ) -> Fidelity:
     """Measure and store `trace.fidelity`; pass `reference` when the plain run is already at hand.
 
     `expectations` are the task's checks (an example prompt's, `examples.expectations_for`); None checks nothing.
-    The caller passes them: core below core/tools never reads the examples."""
+    The caller passes them: core below core/tools never reads the examples. `agreement=False` leaves out the
+    teacher-forced pass (token agreement and NLL stay None; `measure_agreement` adds them): words differing needs
+    only the reference, while that pass over a text the full model never saw costs 1–2 s on two cores."""
     if reference is None:
         reference = reference_continuation(bundle, trace, use_memo)
     output = trace.token_ids
     common = 0
     while common < min(len(output), len(reference)) and output[common] == reference[common]:
         common += 1
-    agreement, nll = teacher_forced(bundle, _prompt_ids(bundle, trace), output, use_memo)
+    full_agreement, nll = (teacher_forced(bundle, _prompt_ids(bundle, trace), output, use_memo) if agreement
+                           else (None, None))
     tokenizer = bundle.verifier.tokenizer
     output_text = tokenizer.decode(output, skip_special_tokens=True)
     reference_text = tokenizer.decode(reference, skip_special_tokens=True)
@@ -101,11 +105,17 @@ def attach_fidelity(bundle: ModelBundle, trace: Trace, reference: list[int] | No
     for check, on_reference in zip(checks, expectations.check(reference_text) if expectations else [], strict=True):
         check.full_met = on_reference.met
     trace.fidelity = Fidelity(reference_tokens=len(reference), common_prefix=common,
-                              identical=output == reference, full_agreement=agreement, full_nll=nll,
+                              identical=output == reference, full_agreement=full_agreement, full_nll=nll,
                               words_differing=diff.words_differing, word_edits=diff.edits,
                               output_words=diff.output_words, reference_words=diff.reference_words,
                               differing_spans=list(diff.spans), expectations=checks)
     return trace.fidelity
+
+
+def measure_agreement(bundle: ModelBundle, fidelity: Fidelity, trace: Trace, use_memo: bool = True) -> None:
+    """Add to `fidelity` (of `trace`'s text) the token agreement and NLL `attach_fidelity(agreement=False)` left out."""
+    fidelity.full_agreement, fidelity.full_nll = teacher_forced(bundle, _prompt_ids(bundle, trace), trace.token_ids,
+                                                                use_memo)
 
 
 def separate_numerics(traces: dict[str, Trace]) -> float | None:

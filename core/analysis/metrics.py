@@ -107,10 +107,11 @@ def summarize(trace: Trace) -> dict[str, float | int | bool | str]:
         out[f"share_{outcome.value}"] = outcomes.get(outcome.value, 0) / n if n else 0.0
     if trace.fidelity is not None:
         f = trace.fidelity
-        out.update(identical_to_full=f.identical, common_prefix=f.common_prefix,
-                   full_agreement=f.full_agreement, full_nll=f.full_nll, words_differing=f.words_differing,
+        out.update(identical_to_full=f.identical, common_prefix=f.common_prefix, words_differing=f.words_differing,
                    expectations_met=f.expectations_met, expectations_total=len(f.expectations),
                    full_expectations_met=f.full_expectations_met)
+        if f.full_agreement is not None:  # None: its teacher-forced pass comes later (a grid point after the line)
+            out.update(full_agreement=f.full_agreement, full_nll=f.full_nll)
     return out
 
 

@@ -16,10 +16,11 @@ import time
 import pytest
 from app_fixtures import app_url_fixture, browser_fixture  # noqa: F401  (fixtures)
 
-from app import recorded, streaming
+from app import live_load, recorded, streaming
 from app.views import cards, render
 from app.views.insight import why_html
 from core.analysis.metrics import summarize
+from core.models.loading import default_drafter_quant
 from core.sweeps.grid import Point
 
 pytestmark = [pytest.mark.browser]
@@ -93,8 +94,12 @@ def test_the_app_opens_on_the_recorded_pair_sweep(page, opening) -> None:
     assert page.locator("#viasd-tradeoff svg path.speed").count() == 1
     page.click("#viasd-models > button, #viasd-models .label-wrap")  # the Models panel names the recorded pair
     assert page.input_value("#viasd-verifier textarea, #viasd-verifier input") == meta["load"]["verifier"]
-    # and the drafter setting it was recorded with (the 0.5B's own weights), which "Run it live" loads
-    assert page.input_value("#viasd-drafter-quant input").startswith("none")
+    # and, by name, the drafter setting "Run it live" loads: the recording's (the 0.5B's own weights) where this CPU
+    # keeps the recording's precision, else this CPU's recommended one (app.recorded.models_named)
+    setting = live_load.wanted(*recorded.models_named(meta))[2]
+    names = recorded.models_named(meta)[:2]
+    assert setting == ("none" if recorded.precision_kept(meta) else default_drafter_quant(*names))
+    assert page.input_value("#viasd-drafter-quant input").startswith(setting)
 
 
 def test_the_page_draws_a_point_exactly_as_the_server_does(page, opening) -> None:

@@ -142,14 +142,18 @@ def test_a_bad_sweep_file_gives_one_line_and_nothing_else_changes(tmp_path, monk
 
 
 def test_run_it_live_loads_the_drafter_setting_a_sweep_was_recorded_with(opening, monkeypatch) -> None:
-    """A live run of a recorded screen must differ from the recording in its wall clock only: the opening was
-    recorded with the 0.5B's own weights (before drafter settings existed), while the pair now defaults to int4."""
+    """Where this CPU loads the verifier in the recording's precision (bf16 on AMX), a live run of a recorded screen
+    must differ from the recording in its wall clock only: the opening was recorded with the 0.5B's own weights
+    (before drafter settings existed), while the pair now defaults to int4 there."""
     from types import SimpleNamespace
 
     from app import live_load
     from app.session import Sessions
+    from core.models import precision
     from core.models.catalog import QWEN_CODER_05B_ID, QWEN_CODER_15B_ID
 
+    monkeypatch.setattr(precision, "cpu_class", lambda *_, **__: "amx")
+    assert recorded.precision_kept(opening.recorded)
     assert recorded.models_named(opening.recorded) == (QWEN_CODER_15B_ID, QWEN_CODER_05B_ID, "none")
     later = {**opening.recorded, "load_options": {"drafter_quant": "int8"}}
     assert recorded.models_named(later)[2] == "int8"
@@ -172,6 +176,23 @@ def test_run_it_live_loads_the_drafter_setting_a_sweep_was_recorded_with(opening
     assert not live_load.loaded_for("v", wanted), "int4 is loaded, the recording ran the drafter's own weights"
     list(live_load.ensure("v", wanted))
     assert loads == ["int4", "none"] and live_load.loaded_for("v", wanted)
+
+
+@pytest.mark.parametrize(("cpu", "drafter"), [("avx2", "w8a8"), ("avx512", "w8a8"), ("avx512-bf16", "int4")])
+def test_where_the_numerics_change_anyway_the_pair_loads_in_this_cpus_formats(opening, monkeypatch, cpu, drafter):
+    """On a CPU whose verifier precision differs from the recording's (an int8 verifier in float32), the recording's
+    bf16 drafter setting would mean the 0.5B in float32, slower than its verifier: the drafter takes this CPU's
+    recommended format, and the screen's source line says the numerics change."""
+    from app import live_load
+    from app.views.recording_line import live_change
+    from core.models import precision
+
+    monkeypatch.setattr(precision, "cpu_class", lambda *_, **__: cpu)
+    assert not recorded.precision_kept(opening.recorded)
+    verifier, drafter_name, setting = recorded.models_named(opening.recorded)
+    assert setting == "", "the pair's recommended setting here, not the recording's"
+    assert live_load.wanted(verifier, drafter_name, setting)[2] == drafter
+    assert "float32 int8" in live_change(opening.recorded) and "numerics" in live_change(opening.recorded)
 
 
 def test_the_screen_says_which_via_sd_a_sweep_shows_from_its_stamped_policy(opening) -> None:
