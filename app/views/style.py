@@ -98,7 +98,8 @@ button[role=tab].selected {color: #1d4ed8;}
 #viasd-cockpit #viasd-tau-accept .head label, #viasd-cockpit #viasd-tau-slim .head label,
 #viasd-cockpit #viasd-gamma .head label {font-size: 0.9rem;}
 #viasd-recorded-buttons {flex-wrap: nowrap; gap: 0.4rem;}
-#viasd-recorded-buttons button {min-width: 0; white-space: nowrap; font-size: 0.8rem; padding: 0.2rem 0.4rem;}
+#viasd-recorded-buttons button {min-width: 0; white-space: normal; line-height: 1.15; font-size: 0.8rem;
+                                padding: 0.2rem 0.4rem;}
 #viasd-example input {padding-right: 2.2rem; text-overflow: ellipsis;}
 .viasd-stale {opacity: 0.45; filter: grayscale(0.7); transition: opacity 0.1s;}
 .viasd-headline.ghost .value {opacity: 0.55; font-style: italic;}
