@@ -45,7 +45,8 @@ class NotchPanel:
 
     def picker(self) -> gr.HTML:
         """The two-dimensional picker (τ_accept across, τ_slim up): a click sets both sliders."""
-        self.pick = drawn_html("picker", '<div class="viasd-picker"></div>', elem_id="viasd-picker")
+        self.pick = gr.HTML('<div class="viasd-picker"></div>', elem_id="viasd-picker", js_on_load=_registered(
+            "picker") + " watch('value', () => window.viasd.keep('picker'));")  # mounted when its accordion opens
         return self.pick
 
     @staticmethod

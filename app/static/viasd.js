@@ -30,7 +30,17 @@
     clearTimeout(V.later);
     V.later = setTimeout(() => V.grid && V.draw(V.shown, true), 50);
   };
-  const put = (name, value) => { const p = V.parts[name]; if (p && p.props.value !== value) p.props.value = value; };
+  const put = (name, value) => {
+    const p = V.parts[name];
+    if (p) p.want = value;
+    if (p && p.props.value !== value) p.props.value = value;
+  };
+  // A part mounted late (the picker, inside an accordion opened after the page loaded) can get Gradio's initial
+  // value after the script drew it (under load, later than the 50 ms settle): it keeps what the script drew.
+  V.keep = (name) => {
+    const p = V.parts[name];
+    if (p && p.want !== undefined && p.props.value !== p.want) p.props.value = p.want;
+  };
 
   V.load = (text) => {  // a whole grid ("grid"), the points computed since ("more"), or none ("")
     if (!text) {  // a run without a grid yet (it is running, or not VIA-SD): nothing to draw from
