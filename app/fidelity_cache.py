@@ -69,9 +69,9 @@ class FidelityCache:
                 self._fidelity.move_to_end(key)
                 self.hits += 1
         if found is not None and agreement and found.full_agreement is None:
-            found = copy.deepcopy(found)
+            found = copy.deepcopy(found)  # the cache's own copy, completed; the trace gets a copy of it below
             measure_agreement(bundle, found, trace)
-            self._remember(self._fidelity, key, copy.deepcopy(found))
+            self._remember(self._fidelity, key, found)
         if found is not None:
             trace.fidelity = copy.deepcopy(found)
             return trace.fidelity
