@@ -35,6 +35,7 @@ from core.decoding.timing import Stopwatch
 from core.models.kv_pool import common_prefix
 from core.models.layer_routes import LayerRoute
 from core.models.memo import PredictionMemo, memo_key
+from core.models.restricted_head import align
 from core.models.routed_layers import routed
 
 
@@ -148,6 +149,7 @@ class Scorer:
         ids = torch.tensor([tokens[keep:last]], device=self.device)
         positions = torch.arange(keep, last, device=self.device).unsqueeze(0)
         wanted = last - first + 1  # only these rows go through the output head (logits_to_keep)
+        align(self.model, tokens[:keep])  # runs interleave on one model: the head reads this run's text
         with routed(self.route):
             out = self.model(input_ids=ids, position_ids=positions, cache=self._cache, use_cache=True,
                              logits_to_keep=wanted)

@@ -14,8 +14,10 @@ else the probability renormalised over the allowed tokens (an upper bound on the
 has probability 0 there). Exactness is untouched: every draft is still verified or audited.
 
 Which tokens "the text holds" is read by a forward pre-hook from each call's input ids and positions, kept
-aligned to positions (a rolled-back cache forgets its tokens), so a row's allowed set depends only on its prefix:
-a replay from the prediction memo sees what a real run saw.
+aligned to positions (a rolled-back cache forgets its tokens). The positions before a call are the text of
+whichever call came last, so a caller that interleaves several texts on one model (a `Scorer` per run: grid points
+side by side, a cache borrowed from the pool) first shows the head its own text (`align`). So a row's allowed set
+depends only on its prefix: a replay from the prediction memo sees what a real run saw.
 """
 
 from __future__ import annotations
@@ -67,6 +69,10 @@ class RestrictedHead(nn.Module):
         del self.history[start:]
         self.history.extend(input_ids[0].tolist())
 
+    def align(self, text: list[int]) -> None:
+        """The text before the next call's positions is `text` (its caller's own, not the last caller's)."""
+        self.history[:] = text
+
     def extra_ids(self) -> list[int]:
         """The text's tokens outside the static rows (sorted, so a prefix always gives the same order)."""
         return sorted({t for t in self.history if t not in self._static_set and 0 <= t < self.vocab_size})
@@ -117,6 +123,14 @@ def install(model: nn.Module, head: RestrictedHead) -> None:
 
     model.set_output_embeddings(head)
     model.register_forward_pre_hook(track, with_kwargs=True)
+
+
+def align(model: nn.Module, text: list[int]) -> None:
+    """Before a call on `model` continuing `text`: a restricted head reads `text` as what precedes the call's
+    positions (another text's call may have run last); any other head needs nothing."""
+    head = model.get_output_embeddings()
+    if isinstance(head, RestrictedHead):
+        head.align(text)
 
 
 def static_ids(top: int, vocab_size: int, special: set[int]) -> torch.Tensor:

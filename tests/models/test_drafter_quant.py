@@ -12,9 +12,11 @@ from tiny import VOCAB, char_tokenizer, loaded, save_tiny_pair, tiny_model
 from core import DecodeConfig, generate
 from core.decoding.cost import CostModel
 from core.decoding.cost_profiles import model_signature
+from core.decoding.scorer import Scorer
 from core.errors import ModelLoadError, TokenizerMismatchError
 from core.models import drafter_quant
 from core.models.drafter_quant import DRAFTER_QUANTS, DrafterQuant, check, quantise
+from core.models.layer_routes import resolve_route
 from core.models.loading import ModelBundle, load_bundle, quantise_drafter
 from core.models.quantised import WeightOnlyLinear, weight_bytes
 from core.models.restricted_head import RestrictedHead
@@ -101,6 +103,23 @@ def test_the_restricted_head_scores_frequent_and_in_text_tokens_only():
     with torch.inference_mode():  # a rolled-back cache: the next call starts at position 2
         model(input_ids=torch.tensor([[7, 8]]), position_ids=torch.tensor([[2, 3]]))
     assert head.history == [20, 21, 7, 8] and 30 not in head.extra_ids()
+
+
+def test_two_texts_interleaved_on_one_restricted_head_each_see_their_own_tokens():
+    """Runs side by side (grid points, a cache borrowed from the pool) call one drafter in turn: each call's
+    allowed tokens are its own text's, so its logits are what it gets alone."""
+    model, head = _restricted(top=12, fallback=0.0)
+    route = resolve_route("full", model.config)
+    a_text, b_text = [20, 21, 30, 5, 22, 23], [35, 36, 37, 5, 38, 39]
+    alone = [Scorer("drafter", model, route, None, "tiny").forward(t, 4, 6) for t in (a_text, b_text)]
+    a, b = Scorer("drafter", model, route, None, "tiny"), Scorer("drafter", model, route, None, "tiny")
+    a.forward(a_text, 1, 3)  # each cache holds its text's first tokens, then the two continue in turn
+    b.forward(b_text, 1, 3)
+    together = [a.forward(a_text, 4, 6), b.forward(b_text, 4, 6)]
+    for got, want, text in zip(together, alone, (a_text, b_text), strict=True):
+        allowed = set(torch.isfinite(got[-1]).nonzero().flatten().tolist())
+        assert allowed == set(range(12)) | {t for t in text if t >= 12}
+        assert torch.allclose(got, want, atol=1e-5)
 
 
 def test_an_unsure_restricted_row_is_scored_by_the_full_head():
