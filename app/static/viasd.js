@@ -32,8 +32,9 @@
   };
   const put = (name, value) => {
     const p = V.parts[name];
-    if (p) p.want = value;
-    if (p && p.props.value !== value) p.props.value = value;
+    if (!p) return;
+    p.want = value;
+    if (p.props.value !== value) p.props.value = value;
   };
   // A part mounted late (the picker, inside an accordion opened after the page loaded) can get Gradio's initial
   // value after the script drew it (under load, later than the 50 ms settle): it keeps what the script drew.
